@@ -1,0 +1,48 @@
+// kax/core/errors.hpp — the exceptions kax throws for bad input at run time.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace kax {
+
+// Base of every kax error, so callers can catch them together.
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Extents that do not agree (broadcasting, reshape, assignment): the message shows the shapes.
+class shape_error : public error {
+ public:
+  using error::error;
+};
+
+// An axis out of range or given twice.
+class axis_error : public shape_error {
+ public:
+  using shape_error::shape_error;
+};
+
+// Memory that is not where the operation needs it (host access to device memory).
+class memory_space_error : public error {
+ public:
+  using error::error;
+};
+
+// "(3, 4)" — NumPy's spelling of a shape; "()" for rank 0.
+template <std::size_t R>
+std::string shape_string(const std::array<std::size_t, R>& s) {
+  std::string out = "(";
+  for (std::size_t k = 0; k < R; ++k) {
+    if (k) out += ", ";
+    out += std::to_string(s[k]);
+  }
+  if (R == 1) out += ",";
+  out += ")";
+  return out;
+}
+
+}  // namespace kax

@@ -1,0 +1,103 @@
+// kax/exec/assign.hpp — evaluates an expression into strided memory: one fused Kokkos kernel.
+//
+// Aliasing rule: when the destination is also read by the expression at an element other than
+// the one being written (a = transpose(a) + a, a = slice(a, ...), a = broadcast of a row of a),
+// kax evaluates into a temporary first and copies it back (two kernels, one allocation).  Reading
+// the destination only at the element being written (a = a * 2 + b) is safe and stays one
+// kernel with no temporary.  The check looks at memory ranges, so it also covers two Arrays that
+// share a buffer and Eigen maps over the same storage.
+#pragma once
+
+#include <string>
+
+#include "kax/core/array.hpp"
+#include "kax/exec/kernels.hpp"
+#include "kax/expr/leaf.hpp"
+#include "kax/plan/elementwise_plan.hpp"
+
+namespace kax::detail {
+
+template <class ExecSpace>
+inline constexpr bool runs_on_host =
+    std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
+
+// Launches the kernel for `e` into `out` on `space` (no alias check: see evaluate_into).
+template <class ExecSpace, class T, std::size_t R, expression E>
+void launch_elementwise(const ExecSpace& space, const output_target<T, R>& out, const E& e) {
+  const std::size_t n = size_of(e.extents());
+  if (n == 0) return;
+  const elementwise_plan plan = plan_elementwise(e, out.contiguous);
+  const std::string label = plan.template label<T, R>();
+  using index = Kokkos::IndexType<std::int64_t>;
+  if constexpr (runs_on_host<ExecSpace>) {
+    const std::size_t conc = static_cast<std::size_t>(ExecSpace::concurrency());
+    if (plan.flat) {
+      const std::size_t chunk = host_chunk(n, conc);
+      const auto chunks = static_cast<std::int64_t>((n + chunk - 1) / chunk);
+      Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace, index>(space, 0, chunks),
+                           flat_host_kernel<T, E>{out.data, e, n, chunk});
+    } else if constexpr (R > 0) {
+      const std::size_t last = out.ext[R - 1];
+      const std::size_t rows = n / last;
+      // Split rows into pieces when there are too few rows to feed every thread.
+      std::size_t pieces = 1;
+      if (rows < 4 * conc) pieces = std::max<std::size_t>(1, std::min(last / 256, (4 * conc + rows - 1) / rows));
+      const std::size_t piece_len = (last + pieces - 1) / pieces;
+      Kokkos::parallel_for(
+          label, Kokkos::RangePolicy<ExecSpace, index>(space, 0, static_cast<std::int64_t>(rows * pieces)),
+          strided_host_kernel<T, R, E>{out, e, pieces, piece_len});
+    }
+  } else {
+    const auto count = static_cast<std::int64_t>(n);
+    if (plan.flat) {
+      Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace, index>(space, 0, count),
+                           flat_device_kernel<T, E>{out.data, e});
+    } else {
+      Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace, index>(space, 0, count),
+                           strided_device_kernel<T, R, E>{out, e});
+    }
+  }
+}
+
+// Evaluates `e` into `out`, through a temporary when the destination aliases an input (above).
+template <class ExecSpace, class MemorySpace, class T, std::size_t R, expression E>
+void evaluate_into(const ExecSpace& space, const output_target<T, R>& out, const E& e) {
+  static_assert(rank_of<E> == R, "kax::eval: the expression's rank differs from the destination's");
+  shape<R> dst{};
+  for (std::size_t k = 0; k < R; ++k) dst[k] = out.ext[k];
+  if (e.extents() != dst)
+    throw shape_error("kax::eval: cannot assign an expression of shape " +
+                      shape_string(e.extents()) + " to a destination of shape " + shape_string(dst));
+  const std::size_t n = size_of(dst);
+  if (n == 0) return;
+  std::size_t span = 1;
+  for (std::size_t k = 0; k < R; ++k) span += (out.ext[k] - 1) * out.strides[k];
+  if (e.conflicts(buffer_span{out.data, out.data + span}, out.contiguous)) {
+    const Array<T, R, MemorySpace> tmp(
+        typename Array<T, R, MemorySpace>::view_type(
+            make_view<typename Array<T, R, MemorySpace>::view_type, R>(
+                "kax::eval alias temporary", dst, false, std::make_index_sequence<R>{})));
+    const output_target<T, R> tmp_out{tmp.data(), out.ext, to_multi_index(row_major_strides(dst)), true};
+    launch_elementwise(space, tmp_out, e);
+    launch_elementwise(space, out, tmp.as_leaf());
+    return;
+  }
+  launch_elementwise(space, out, e);
+}
+
+// The execution space that can write memory of `MemorySpace` (default space, else the host's).
+template <class MemorySpace>
+using exec_space_for = std::conditional_t<
+    Kokkos::SpaceAccessibility<default_execution_space, MemorySpace>::accessible,
+    default_execution_space, host_execution_space>;
+
+template <class T, std::size_t R, class MemorySpace, expression E>
+void evaluate_into_view(
+    const Kokkos::View<typename view_data<T, R>::type, Kokkos::LayoutRight, MemorySpace>& v,
+    const E& e) {
+  const shape<R> s = view_extents<std::remove_cvref_t<decltype(v)>, R>(v);
+  const output_target<T, R> out{v.data(), to_multi_index(s), to_multi_index(row_major_strides(s)), true};
+  evaluate_into<exec_space_for<MemorySpace>, MemorySpace>(exec_space_for<MemorySpace>{}, out, e);
+}
+
+}  // namespace kax::detail

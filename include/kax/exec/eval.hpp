@@ -1,0 +1,37 @@
+// kax/exec/eval.hpp — kax::eval: evaluate an expression into a new Array (one fused kernel).
+#pragma once
+
+#include "kax/core/array.hpp"
+#include "kax/exec/assign.hpp"
+
+namespace kax {
+
+// Evaluates `e` into a new Array of its dtype and shape (jax.jit(f)(x) for an elementwise f).
+template <expression E>
+Array<value_type_of<E>, rank_of<E>> eval(const E& e) {
+  return Array<value_type_of<E>, rank_of<E>>(e);
+}
+
+// Evaluates `e` into a new Array with kernels on the given execution space instance.
+template <class ExecSpace, expression E>
+  requires Kokkos::is_execution_space<ExecSpace>::value
+Array<value_type_of<E>, rank_of<E>, typename ExecSpace::memory_space> eval(const ExecSpace& space,
+                                                                           const E& e) {
+  using A = Array<value_type_of<E>, rank_of<E>, typename ExecSpace::memory_space>;
+  using V = typename A::view_type;
+  const auto s = e.extents();
+  A out(detail::make_view<V, rank_of<E>>("kax::Array", s, false,
+                                         std::make_index_sequence<rank_of<E>>{}));
+  const detail::output_target<value_type_of<E>, rank_of<E>> dst{
+      out.data(), to_multi_index(s), to_multi_index(row_major_strides(s)), true};
+  detail::evaluate_into<ExecSpace, typename ExecSpace::memory_space>(space, dst, e);
+  return out;
+}
+
+// An Array evaluates to itself (lets generic code call eval on anything array-like).
+template <dtype T, std::size_t R, class M>
+const Array<T, R, M>& eval(const Array<T, R, M>& a) {
+  return a;
+}
+
+}  // namespace kax

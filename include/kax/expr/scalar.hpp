@@ -1,0 +1,26 @@
+// kax/expr/scalar.hpp — a C++ scalar inside an expression: a rank-0, weakly typed constant.
+#pragma once
+
+#include "kax/expr/concepts.hpp"
+
+namespace kax {
+
+// A constant.  `weak` marks it as weakly typed (JAX's rule for Python scalars, see dtype.hpp).
+template <dtype T, bool Weak = true>
+struct ScalarExpr : expression_base {
+  using value_type = T;
+  static constexpr std::size_t rank = 0;
+  static constexpr bool weak = Weak;
+  T value{};
+
+  ScalarExpr() = default;
+  explicit ScalarExpr(T v) : value(v) {}
+
+  shape<0> extents() const { return {}; }
+  bool is_flat() const { return true; }
+  KOKKOS_INLINE_FUNCTION T evaluate(const multi_index<0>&) const { return value; }
+  KOKKOS_INLINE_FUNCTION T evaluate_flat(std::size_t) const { return value; }
+  bool conflicts(const detail::buffer_span&, bool) const { return false; }
+};
+
+}  // namespace kax

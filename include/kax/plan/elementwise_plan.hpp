@@ -1,0 +1,54 @@
+// kax/plan/elementwise_plan.hpp — how an elementwise/broadcast/layout expression becomes a kernel.
+//
+// Every such expression is exactly one kernel with no temporaries (the fusion rule).  The plan
+// only chooses the traversal: "flat" when the destination and every operand are contiguous and
+// unbroadcast (one linear index, the fastest loop), "strided" otherwise (a multi-index per
+// element; the last axis is the inner, vectorized loop on the host).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+
+#include "kax/core/dtype.hpp"
+#include "kax/expr/concepts.hpp"
+
+namespace kax {
+
+namespace detail {
+
+struct elementwise_plan {
+  bool flat = false;
+
+  // Kernel label for Kokkos Tools: stable across shapes so profiles aggregate.
+  template <class T, std::size_t R>
+  std::string label() const {
+    return std::string("kax::eval<elementwise,") + (flat ? "flat," : "strided,") +
+           dtype_name<T>() + ",rank" + std::to_string(R) + ">";
+  }
+};
+
+template <expression E>
+elementwise_plan plan_elementwise(const E& e, bool destination_contiguous) {
+  return elementwise_plan{destination_contiguous && e.is_flat()};
+}
+
+// Host chunk length: about four chunks per thread (load balance), at least 4096 elements
+// (amortizes the per-chunk overhead), a multiple of 64 (whole cache lines and SIMD registers).
+inline std::size_t host_chunk(std::size_t n, std::size_t concurrency) {
+  const std::size_t target = (n + 4 * concurrency - 1) / (4 * concurrency);
+  return std::max<std::size_t>(4096, (target + 63) / 64 * 64);
+}
+
+}  // namespace detail
+
+// A readable description of how kax would evaluate `e` into a fresh array (for debugging and
+// tests): number of kernels, their policies and the temporaries.
+template <expression E>
+std::string plan_of(const E& e) {
+  const auto p = detail::plan_elementwise(e, true);
+  return std::string("1 kernel: ") + p.template label<value_type_of<E>, rank_of<E>>() +
+         " (RangePolicy); 0 temporaries";
+}
+
+}  // namespace kax
