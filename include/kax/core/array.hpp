@@ -112,6 +112,11 @@ class Array {
     return *this;
   }
 
+  // Converts another array-like (an Array of another dtype, an ArrayView): a copy, one kernel.
+  template <array_like A>
+    requires(!std::same_as<std::remove_cvref_t<A>, Array>)
+  explicit Array(const A& a) : Array(a.as_leaf()) {}
+
   Array(const Array&) = default;
   Array(Array&&) noexcept = default;
   Array& operator=(const Array&) = default;

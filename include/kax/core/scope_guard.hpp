@@ -6,7 +6,8 @@
 namespace kax {
 
 // Initializes Kokkos unless it already is (then leaves it to its owner), finalizes on scope exit
-// if it initialized.  Kokkos' own command-line flags (--kokkos-num-threads=2, ...) are honoured.
+// if it initialized.  Kokkos' own command-line flags are honoured and removed from argv
+// (--kokkos-threads=2 in Kokkos 3.4; --kokkos-num-threads=2 from 3.7).
 class ScopeGuard {
  public:
   ScopeGuard() {

@@ -36,7 +36,11 @@ void launch_elementwise(const ExecSpace& space, const output_target<T, R>& out, 
       const auto chunks = static_cast<std::int64_t>((n + chunk - 1) / chunk);
       Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace, index>(space, 0, chunks),
                            flat_host_kernel<T, E>{out.data, e, n, chunk});
-    } else if constexpr (R > 0) {
+    } else if constexpr (R == 0) {
+      // A rank-0 result over a strided operand (e.g. a reshape of a transposed (1, 1) array).
+      Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace, index>(space, 0, 1),
+                           strided_device_kernel<T, R, E>{out, e});
+    } else {
       const std::size_t last = out.ext[R - 1];
       const std::size_t rows = n / last;
       // Split rows into pieces when there are too few rows to feed every thread.
