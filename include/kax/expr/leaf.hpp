@@ -59,7 +59,8 @@ struct ArrayLeaf : expression_base {
     for (std::size_t k = 0; k < R; ++k) off += i[k] * strides[k];
     return view.data()[off];
   }
-  KOKKOS_INLINE_FUNCTION T evaluate_flat(std::size_t n) const { return view.data()[n]; }
+  // A rank-0 leaf broadcasts against anything: every linear index reads its one element.
+  KOKKOS_INLINE_FUNCTION T evaluate_flat(std::size_t n) const { return view.data()[R == 0 ? 0 : n]; }
 
   // Reading is safe only at the output's own element: same buffer, same dense layout.
   bool conflicts(const detail::buffer_span& out, bool pointwise) const {
