@@ -13,7 +13,7 @@ prefix=$cache/kokkos-3.4.01-openmp
 log() { echo "[kax setup] $*" >&2; }
 
 packages=(meson ninja-build pkg-config cmake g++ clang libeigen3-dev libtbb-dev catch2
-          libbenchmark-dev libopenmpi-dev openmpi-bin libtrilinos-kokkos-dev python3-numpy
+          libbenchmark-dev libomp-dev libopenmpi-dev openmpi-bin libtrilinos-kokkos-dev python3-numpy
           dpkg-dev xz-utils)
 missing=()
 for p in "${packages[@]}"; do
