@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kax/core/array.hpp"
+#include "kax/core/factories.hpp"
 #include "kax/exec/kernels.hpp"
 #include "kax/expr/leaf.hpp"
 #include "kax/plan/elementwise_plan.hpp"
@@ -77,10 +78,7 @@ void evaluate_into(const ExecSpace& space, const output_target<T, R>& out, const
   std::size_t span = 1;
   for (std::size_t k = 0; k < R; ++k) span += (out.ext[k] - 1) * out.strides[k];
   if (e.conflicts(buffer_span{out.data, out.data + span}, out.contiguous)) {
-    const Array<T, R, MemorySpace> tmp(
-        typename Array<T, R, MemorySpace>::view_type(
-            make_view<typename Array<T, R, MemorySpace>::view_type, R>(
-                "kax::eval alias temporary", dst, false, std::make_index_sequence<R>{})));
+    const auto tmp = uninitialized<T, R, MemorySpace>(dst, "kax::eval alias temporary");
     const output_target<T, R> tmp_out{tmp.data(), out.ext, to_multi_index(row_major_strides(dst)), true};
     launch_elementwise(space, tmp_out, e);
     launch_elementwise(space, out, tmp.as_leaf());

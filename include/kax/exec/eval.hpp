@@ -17,11 +17,8 @@ template <class ExecSpace, expression E>
   requires Kokkos::is_execution_space<ExecSpace>::value
 Array<value_type_of<E>, rank_of<E>, typename ExecSpace::memory_space> eval(const ExecSpace& space,
                                                                            const E& e) {
-  using A = Array<value_type_of<E>, rank_of<E>, typename ExecSpace::memory_space>;
-  using V = typename A::view_type;
   const auto s = e.extents();
-  A out(detail::make_view<V, rank_of<E>>("kax::Array", s, false,
-                                         std::make_index_sequence<rank_of<E>>{}));
+  auto out = detail::uninitialized<value_type_of<E>, rank_of<E>, typename ExecSpace::memory_space>(s);
   const detail::output_target<value_type_of<E>, rank_of<E>> dst{
       out.data(), to_multi_index(s), to_multi_index(row_major_strides(s)), true};
   detail::evaluate_into<ExecSpace, typename ExecSpace::memory_space>(space, dst, e);

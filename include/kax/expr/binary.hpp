@@ -33,8 +33,7 @@ struct BinaryExpr : expression_base {
   shape<rank> extents() const { return ext; }
   // Flat evaluation needs both sides unbroadcast (scalars are flat everywhere).
   bool is_flat() const {
-    return lhs.is_flat() && rhs.is_flat() && (rank_of<L> == 0 || lhs.extents() == ext_of<L>()) &&
-           (rank_of<R> == 0 || rhs.extents() == ext_of<R>());
+    return detail::flat_operand(lhs, ext) && detail::flat_operand(rhs, ext);
   }
   KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
     return Op::apply(static_cast<operand_type>(lhs.evaluate(detail::project_index(i, lkeep))),
@@ -45,19 +44,8 @@ struct BinaryExpr : expression_base {
                      static_cast<operand_type>(rhs.evaluate_flat(n)));
   }
   bool conflicts(const detail::buffer_span& out, bool pointwise) const {
-    return lhs.conflicts(out, pointwise && lhs.extents() == ext_of<L>()) ||
-           rhs.conflicts(out, pointwise && rhs.extents() == ext_of<R>());
-  }
-
- private:
-  // The result shape seen at an operand's rank (compared to tell broadcast from pointwise).
-  template <class C>
-  shape<rank_of<C>> ext_of() const {
-    if constexpr (rank_of<C> != rank) {
-      return shape<rank_of<C>>{};  // lower rank: never pointwise (unless rank 0, handled above)
-    } else {
-      return ext;
-    }
+    return lhs.conflicts(out, pointwise && detail::reads_pointwise(lhs, ext)) ||
+           rhs.conflicts(out, pointwise && detail::reads_pointwise(rhs, ext));
   }
 };
 

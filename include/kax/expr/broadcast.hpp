@@ -34,6 +34,20 @@ multi_index<R> broadcast_keep(const shape<R>& s) {
   return keep;
 }
 
+// True when operand `x` is read at the result's own index: same rank, same extents.
+template <class X, std::size_t R>
+bool reads_pointwise(const X& x, const shape<R>& ext) {
+  if constexpr (X::rank == R) return x.extents() == ext;
+  else return false;
+}
+
+// True when operand `x` can take part in a flat evaluation of a result of shape `ext`: it is
+// flat itself and either pointwise or rank 0 (rank-0 nodes ignore the linear index).
+template <class X, std::size_t R>
+bool flat_operand(const X& x, const shape<R>& ext) {
+  return x.is_flat() && (X::rank == 0 || reads_pointwise(x, ext));
+}
+
 // The operand's index for result index `i`: right-aligned, broadcast axes pinned to 0.
 template <std::size_t Rc, std::size_t R>
 KOKKOS_INLINE_FUNCTION multi_index<Rc> project_index(const multi_index<R>& i,

@@ -30,7 +30,8 @@ struct WhereExpr : expression_base {
 
   shape<rank> extents() const { return ext; }
   bool is_flat() const {
-    return flat_operand(cond) && flat_operand(on_true) && flat_operand(on_false);
+    return detail::flat_operand(cond, ext) && detail::flat_operand(on_true, ext) &&
+           detail::flat_operand(on_false, ext);
   }
   KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
     // Both branches are evaluated (branch-free, so the loop vectorizes), as XLA's select does.
@@ -44,20 +45,9 @@ struct WhereExpr : expression_base {
     return static_cast<bool>(cond.evaluate_flat(n)) ? t : f;
   }
   bool conflicts(const detail::buffer_span& out, bool pointwise) const {
-    return cond.conflicts(out, pointwise && same(cond)) ||
-           on_true.conflicts(out, pointwise && same(on_true)) ||
-           on_false.conflicts(out, pointwise && same(on_false));
-  }
-
- private:
-  template <class X>
-  bool same(const X& x) const {
-    if constexpr (rank_of<X> == rank) return x.extents() == ext;
-    else return false;
-  }
-  template <class X>
-  bool flat_operand(const X& x) const {
-    return x.is_flat() && (rank_of<X> == 0 || same(x));
+    return cond.conflicts(out, pointwise && detail::reads_pointwise(cond, ext)) ||
+           on_true.conflicts(out, pointwise && detail::reads_pointwise(on_true, ext)) ||
+           on_false.conflicts(out, pointwise && detail::reads_pointwise(on_false, ext));
   }
 };
 
