@@ -31,7 +31,7 @@ int main(int argc, char* argv[]) {
   std::printf("after clipping: grid(384, 0) = %.6f (expected 0)\n", grid(384, 0));
 
   // Layout ops fuse too: the transpose of every other column, plus a broadcast row.
-  auto every_other = kax::slice(grid, {kax::all, kax::range(0, std::nullopt, 2)});  // (N, M/2)
+  auto every_other = kax::slice(grid, {kax::colon, kax::range(0, std::nullopt, 2)});  // (N, M/2)
   kax::Array<double, 2> t = kax::transpose(every_other) + kax::reshape(x, {1, -1});
   std::printf("t is %zux%zu, t(3, 5) = %.6f (expected %.6f)\n", t.extent(0), t.extent(1),
               t(3, 5), grid(5, 6) + 5.0 / n);

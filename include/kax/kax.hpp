@@ -20,4 +20,6 @@
 #include "kax/expr/layout/unit_axes.hpp"
 #include "kax/expr/math.hpp"
 #include "kax/expr/operators.hpp"
+#include "kax/expr/reductions.hpp"
 #include "kax/plan/elementwise_plan.hpp"
+#include "kax/plan/plan_of.hpp"

@@ -232,7 +232,7 @@ TEST_CASE("aliasing through another Array or view of the same buffer is detected
   // A broadcast of one row of the destination: every row reads row 0, which is overwritten.
   auto c = filled(8, 16, 6.5);
   const auto saved_c = kax::copy(c);
-  c = c + kax::slice(c, {kax::range(0, 1), kax::all});
+  c = c + kax::slice(c, {kax::range(0, 1), kax::colon});
   for (std::size_t i = 0; i < 8; ++i)
     for (std::size_t j = 0; j < 16; ++j) REQUIRE(c(i, j) == saved_c(i, j) + saved_c(0, j));
 }

@@ -197,18 +197,18 @@ TEST_CASE("slice of a rank-3 array matches NumPy, including negative steps and c
   kax_test::require_matches(b, "slice_neg_start_stop");
   kax::Array<double, 3> c = kax::slice(x, {kax::range(-100, 100), kax::range(1, 100), kax::range(-100, 2)});
   kax_test::require_matches(c, "slice_clamped");
-  kax::Array<double, 3> d = kax::slice(x, {kax::all, kax::range(none, none, 2), kax::range(-1, 0, -2)});
+  kax::Array<double, 3> d = kax::slice(x, {kax::colon, kax::range(none, none, 2), kax::range(-1, 0, -2)});
   kax_test::require_matches(d, "slice_step2_negstop");
 }
 
 TEST_CASE("slice may be empty, and a zero step throws", "[expr][layout][slice]") {
   const auto g = grid(3, 4);
-  kax::Array<double, 2> e = kax::slice(g, {kax::range(2, 1), kax::all});
+  kax::Array<double, 2> e = kax::slice(g, {kax::range(2, 1), kax::colon});
   REQUIRE(e.extents() == kax::shape<2>{0, 4});
-  kax::Array<double, 2> e2 = kax::slice(g, {kax::all, kax::range(10, 20)}) + 1.0;
+  kax::Array<double, 2> e2 = kax::slice(g, {kax::colon, kax::range(10, 20)}) + 1.0;
   REQUIRE(e2.extents() == kax::shape<2>{3, 0});
-  REQUIRE_THROWS_AS(kax::slice(g, {kax::all, kax::range(none, none, 0)}), kax::shape_error);
-  REQUIRE_THROWS_WITH(kax::slice(g, {kax::range(0, 1, 0), kax::all}), Catch::Contains("kax::slice"));
+  REQUIRE_THROWS_AS(kax::slice(g, {kax::colon, kax::range(none, none, 0)}), kax::shape_error);
+  REQUIRE_THROWS_WITH(kax::slice(g, {kax::range(0, 1, 0), kax::colon}), Catch::Contains("kax::slice"));
 }
 
 TEST_CASE("layout ops compose with arithmetic and with each other", "[expr][layout]") {
@@ -217,7 +217,7 @@ TEST_CASE("layout ops compose with arithmetic and with each other", "[expr][layo
   const auto a31 = kax_test::load<double, 2>("bcast_a31");
   // transpose(x, (1,0,2))[::-1] * c4 + expand_dims(a31, 1)
   kax::Array<double, 3> y =
-      kax::slice(kax::transpose(x, {1, 0, 2}), {kax::range(none, none, -1), kax::all, kax::all}) * c4 +
+      kax::slice(kax::transpose(x, {1, 0, 2}), {kax::range(none, none, -1), kax::colon, kax::colon}) * c4 +
       kax::expand_dims(a31, 1);
   kax_test::require_matches(y, "layout_composed");
 

@@ -1,4 +1,5 @@
-// kax/exec/assign.hpp — evaluates an expression into strided memory: one fused Kokkos kernel.
+// kax/exec/assign.hpp — evaluates an expression into strided memory: its stages (reductions,
+// contractions; plan/stages.hpp), then one fused Kokkos kernel.
 //
 // Aliasing rule: when the destination is also read by the expression at an element other than
 // the one being written (a = transpose(a) + a, a = slice(a, ...), a = broadcast of a row of a),
@@ -13,14 +14,12 @@
 #include "kax/core/array.hpp"
 #include "kax/core/factories.hpp"
 #include "kax/exec/kernels.hpp"
+#include "kax/exec/spaces.hpp"
 #include "kax/expr/leaf.hpp"
 #include "kax/plan/elementwise_plan.hpp"
+#include "kax/plan/stages.hpp"
 
 namespace kax::detail {
-
-template <class ExecSpace>
-inline constexpr bool runs_on_host =
-    std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
 
 // Launches the kernel for `e` into `out` on `space` (no alias check: see evaluate_into).
 template <class ExecSpace, class T, std::size_t R, expression E>
@@ -77,7 +76,21 @@ void evaluate_into(const ExecSpace& space, const output_target<T, R>& out, const
   if (n == 0) return;
   std::size_t span = 1;
   for (std::size_t k = 0; k < R; ++k) span += (out.ext[k] - 1) * out.strides[k];
-  if (e.conflicts(buffer_span{out.data, out.data + span}, out.contiguous)) {
+  const buffer_span out_span{out.data, out.data + span};
+  const std::uint64_t epoch = next_evaluation_epoch();
+  // A reduction or contraction at the root writes the destination itself (no copy kernel) when
+  // the destination is dense, of its dtype, and not one of its inputs.
+  if constexpr (materialization<E> &&
+                Kokkos::SpaceAccessibility<exec_space_for<default_memory_space>, MemorySpace>::accessible) {
+    if (std::is_same_v<T, value_type_of<E>> && out.contiguous && !e.operand_reads(out_span)) {
+      e.compute_into(reinterpret_cast<value_type_of<E>*>(out.data), epoch);
+      return;
+    }
+  }
+  // Stages first: every reduction/contraction inside `e`, once each.
+  prepare(e, epoch);
+  if constexpr (!std::is_same_v<ExecSpace, exec_space_for<default_memory_space>>) Kokkos::fence();
+  if (e.conflicts(out_span, out.contiguous)) {
     const auto tmp = uninitialized<T, R, MemorySpace>(dst, "kax::eval alias temporary");
     const output_target<T, R> tmp_out{tmp.data(), out.ext, to_multi_index(row_major_strides(dst)), true};
     launch_elementwise(space, tmp_out, e);
@@ -86,12 +99,6 @@ void evaluate_into(const ExecSpace& space, const output_target<T, R>& out, const
   }
   launch_elementwise(space, out, e);
 }
-
-// The execution space that can write memory of `MemorySpace` (default space, else the host's).
-template <class MemorySpace>
-using exec_space_for = std::conditional_t<
-    Kokkos::SpaceAccessibility<default_execution_space, MemorySpace>::accessible,
-    default_execution_space, host_execution_space>;
 
 template <class T, std::size_t R, class MemorySpace, expression E>
 void evaluate_into_view(

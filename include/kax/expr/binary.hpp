@@ -43,6 +43,12 @@ struct BinaryExpr : expression_base {
     return Op::apply(static_cast<operand_type>(lhs.evaluate_flat(n)),
                      static_cast<operand_type>(rhs.evaluate_flat(n)));
   }
+  // The operands, for the planner's walks (plan/stages.hpp).
+  template <class F>
+  void for_each_child(F&& f) const {
+    f(lhs);
+    f(rhs);
+  }
   bool conflicts(const detail::buffer_span& out, bool pointwise) const {
     return lhs.conflicts(out, pointwise && detail::reads_pointwise(lhs, ext)) ||
            rhs.conflicts(out, pointwise && detail::reads_pointwise(rhs, ext));

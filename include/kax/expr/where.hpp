@@ -44,6 +44,13 @@ struct WhereExpr : expression_base {
     const value_type f = static_cast<value_type>(on_false.evaluate_flat(n));
     return static_cast<bool>(cond.evaluate_flat(n)) ? t : f;
   }
+  // The operands, for the planner's walks (plan/stages.hpp).
+  template <class F>
+  void for_each_child(F&& f) const {
+    f(cond);
+    f(on_true);
+    f(on_false);
+  }
   bool conflicts(const detail::buffer_span& out, bool pointwise) const {
     return cond.conflicts(out, pointwise && detail::reads_pointwise(cond, ext)) ||
            on_true.conflicts(out, pointwise && detail::reads_pointwise(on_true, ext)) ||

@@ -13,9 +13,7 @@
 #include "kax/core/dtype.hpp"
 #include "kax/expr/concepts.hpp"
 
-namespace kax {
-
-namespace detail {
+namespace kax::detail {
 
 struct elementwise_plan {
   bool flat = false;
@@ -40,15 +38,4 @@ inline std::size_t host_chunk(std::size_t n, std::size_t concurrency) {
   return std::max<std::size_t>(4096, (target + 63) / 64 * 64);
 }
 
-}  // namespace detail
-
-// A readable description of how kax would evaluate `e` into a fresh array (for debugging and
-// tests): number of kernels, their policies and the temporaries.
-template <expression E>
-std::string plan_of(const E& e) {
-  const auto p = detail::plan_elementwise(e, true);
-  return std::string("1 kernel: ") + p.template label<value_type_of<E>, rank_of<E>>() +
-         " (RangePolicy); 0 temporaries";
-}
-
-}  // namespace kax
+}  // namespace kax::detail

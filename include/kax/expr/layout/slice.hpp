@@ -21,8 +21,8 @@ struct range {
       : start(start_), stop(stop_), step(step_) {}
 };
 
-// The whole axis, `:`.
-inline constexpr range all{};
+// The whole axis, `:` (kax::all is the reduction jnp.all).
+inline constexpr range colon{};
 
 template <expression E>
 struct SliceExpr : expression_base {
@@ -61,6 +61,11 @@ struct SliceExpr : expression_base {
   KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
     return arg.evaluate_flat(rank == 0 ? 0 : n);
   }
+  // The operands, for the planner's walks (plan/stages.hpp).
+  template <class F>
+  void for_each_child(F&& f) const {
+    f(arg);
+  }
   bool conflicts(const detail::buffer_span& out, bool pointwise) const {
     return arg.conflicts(out, pointwise && is_flat());
   }
@@ -82,7 +87,7 @@ struct SliceExpr : expression_base {
   }
 };
 
-// x[spec0, spec1, ...]: one kax::range per axis, e.g. slice(x, {kax::range(1, -1), kax::all}).
+// x[spec0, spec1, ...]: one kax::range per axis, e.g. slice(x, {kax::range(1, -1), kax::colon}).
 template <array_operand X>
 auto slice(const X& x, const std::array<range, rank_of<expr_t<X>>>& spec) {
   return SliceExpr<expr_t<X>>(as_expr(x), spec);

@@ -34,6 +34,11 @@ struct UnitAxesExpr : expression_base {
   KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
     return arg.evaluate_flat(R2 == 0 ? 0 : n);
   }
+  // The operands, for the planner's walks (plan/stages.hpp).
+  template <class F>
+  void for_each_child(F&& f) const {
+    f(arg);
+  }
   bool conflicts(const detail::buffer_span& out, bool pointwise) const {
     return arg.conflicts(out, pointwise && arg.is_flat());
   }

@@ -1,0 +1,254 @@
+// kax/exec/reduce_kernels.hpp — the Kokkos kernels of a reduction (traversals: plan/reduce_plan.hpp).
+//
+// Host kernels keep L independent accumulators ("lanes") and vectorize across them with
+// `omp simd`, as Eigen's redux does with several packets: one accumulator is latency-bound.
+// Device kernels give each work item (output element x block) to one thread; team-level device
+// reductions come with the GPU backends.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "kax/core/config.hpp"
+#include "kax/exec/spaces.hpp"
+#include "kax/expr/concepts.hpp"
+#include "kax/plan/reduce_plan.hpp"
+
+namespace kax::detail {
+
+template <class Acc>
+inline constexpr std::size_t reduce_lanes = std::clamp<std::size_t>(256 / sizeof(Acc), 4, 64);
+
+// Combines acc[0..n) pairwise into acc[0] (order-preserving: left before right).
+template <class Red, class Acc>
+KOKKOS_INLINE_FUNCTION void pairwise_combine(Acc* acc, std::size_t n) {
+  for (std::size_t s = 1; s < n; s *= 2)
+    for (std::size_t l = 0; l + s < n; l += 2 * s) acc[l] = Red::combine(acc[l], acc[l + s]);
+}
+
+template <class Red, class E, std::size_t R, std::size_t NR>
+struct reduce_host_kernel {
+  using In = value_type_of<E>;
+  using acc_type = typename Red::acc_type;
+  using result_type = typename Red::result_type;
+  static constexpr std::size_t L = reduce_lanes<acc_type>;
+  static constexpr std::size_t K = R - NR;
+
+  E expr;
+  reduce_geometry<R, NR> g;
+  result_type* out;
+  acc_type* partial;  // blocks > 1: one accumulator per work item
+
+  void store(std::size_t o, std::size_t w, const acc_type& a) const {
+    if (g.blocks == 1) out[o] = Red::finalize(a, g.n_red);
+    else partial[w] = a;
+  }
+
+  // Positions [j0, j1) of the last reduced axis (axis `a`; R - 1 when Last), base position pos0.
+  template <bool Last>
+  void segment(acc_type* lanes, const multi_index<R>& idx, std::size_t a, std::size_t j0,
+               std::size_t j1, std::size_t pos0) const {
+    if constexpr (R > 0) {
+      std::size_t j = j0;
+      for (; j + L <= j1; j += L) {
+#pragma omp simd
+        for (std::size_t l = 0; l < L; ++l) {
+          multi_index<R> il = idx;
+          il[Last ? R - 1 : a] = j + l;
+          lanes[l] = Red::combine(lanes[l], Red::lift(expr.evaluate(il), pos0 + j + l));
+        }
+      }
+      for (std::size_t l = 0; j < j1; ++j, ++l) {
+        multi_index<R> il = idx;
+        il[Last ? R - 1 : a] = j;
+        lanes[l] = Red::combine(lanes[l], Red::lift(expr.evaluate(il), pos0 + j));
+      }
+    }
+  }
+
+  void run_flat(std::size_t w) const {
+    const std::size_t begin = w * g.block;
+    const std::size_t end = std::min(g.n_red, begin + g.block);
+    acc_type lanes[L];
+    for (std::size_t l = 0; l < L; ++l) lanes[l] = Red::identity();
+    std::size_t q = begin;
+    for (; q + L <= end; q += L) {
+#pragma omp simd
+      for (std::size_t l = 0; l < L; ++l)
+        lanes[l] = Red::combine(lanes[l], Red::lift(expr.evaluate_flat(q + l), q + l));
+    }
+    for (std::size_t l = 0; q < end; ++q, ++l)
+      lanes[l] = Red::combine(lanes[l], Red::lift(expr.evaluate_flat(q), q));
+    pairwise_combine<Red>(lanes, L);
+    store(0, w, lanes[0]);
+  }
+
+  void run_inner(std::size_t w) const {
+    if constexpr (NR > 0) {
+      const std::size_t o = w / g.blocks, p = w % g.blocks;
+      multi_index<R> idx{};
+      const multi_index<K> kept = unravel(o, g.kept_ext);
+      for (std::size_t k = 0; k < K; ++k) idx[g.kept_axes[k]] = kept[k];
+      const std::size_t begin = p * g.block;
+      const std::size_t end = std::min(g.n_red, begin + g.block);
+      acc_type lanes[L];
+      for (std::size_t l = 0; l < L; ++l) lanes[l] = Red::identity();
+      const std::size_t a = g.red_axes[NR - 1];
+      for (std::size_t q = begin; q < end;) {
+        const std::size_t row = q / g.inner, j0 = q - row * g.inner;
+        const std::size_t j1 = std::min(g.inner, j0 + (end - q));
+        std::size_t r = row;
+        for (std::size_t k = NR - 1; k-- > 0;) {
+          idx[g.red_axes[k]] = r % g.red_ext[k];
+          r /= g.red_ext[k];
+        }
+        if (g.inner_is_last) segment<true>(lanes, idx, a, j0, j1, q - j0);
+        else segment<false>(lanes, idx, a, j0, j1, q - j0);
+        q += j1 - j0;
+      }
+      pairwise_combine<Red>(lanes, L);
+      store(o, w, lanes[0]);
+    }
+  }
+
+  void run_outer(std::size_t w) const {
+    if constexpr (NR > 0 && K > 0) {
+      constexpr std::size_t C = reduce_columns;
+      constexpr std::size_t cascade = 128;  // rows summed per partial, then added to the total
+      const std::size_t p = w % g.blocks;
+      const std::size_t t = w / g.blocks;
+      const std::size_t chunk = t % g.chunks, row_out = t / g.chunks;
+      multi_index<R> idx{};
+      std::size_t r = row_out;
+      for (std::size_t k = K - 1; k-- > 0;) {
+        idx[g.kept_axes[k]] = r % g.kept_ext[k];
+        r /= g.kept_ext[k];
+      }
+      const std::size_t c0 = chunk * C, nc = std::min(C, g.inner - c0);
+      const std::size_t begin = p * g.block;
+      const std::size_t end = std::min(g.n_red, begin + g.block);
+      acc_type total[C], part[C];
+      for (std::size_t c = 0; c < C; ++c) total[c] = part[c] = Red::identity();
+      const multi_index<NR> start = unravel(begin, g.red_ext);
+      for (std::size_t k = 0; k < NR; ++k) idx[g.red_axes[k]] = start[k];
+      std::size_t in_part = 0;
+      for (std::size_t q = begin; q < end; ++q) {
+#pragma omp simd
+        for (std::size_t c = 0; c < nc; ++c) {
+          multi_index<R> ic = idx;
+          ic[R - 1] = c0 + c;
+          part[c] = Red::combine(part[c], Red::lift(expr.evaluate(ic), q));
+        }
+        if (++in_part == cascade) {
+          for (std::size_t c = 0; c < nc; ++c) {
+            total[c] = Red::combine(total[c], part[c]);
+            part[c] = Red::identity();
+          }
+          in_part = 0;
+        }
+        for (std::size_t k = NR; k-- > 0;) {  // odometer over the reduced axes
+          if (++idx[g.red_axes[k]] < g.red_ext[k]) break;
+          idx[g.red_axes[k]] = 0;
+        }
+      }
+      const std::size_t o0 = row_out * g.inner + c0;
+      for (std::size_t c = 0; c < nc; ++c) {
+        const acc_type a = Red::combine(total[c], part[c]);
+        if (g.blocks == 1) out[o0 + c] = Red::finalize(a, g.n_red);
+        else partial[(o0 + c) * g.blocks + p] = a;
+      }
+    }
+  }
+
+  void operator()(const std::int64_t w) const {
+    const auto i = static_cast<std::size_t>(w);
+    if (g.kind == reduce_kind::flat) run_flat(i);
+    else if (g.kind == reduce_kind::inner) run_inner(i);
+    else run_outer(i);
+  }
+};
+
+// Device: one thread per (output element, block), walking its block in order.
+template <class Red, class E, std::size_t R, std::size_t NR>
+struct reduce_device_kernel {
+  using acc_type = typename Red::acc_type;
+  using result_type = typename Red::result_type;
+  static constexpr std::size_t K = R - NR;
+  E expr;
+  reduce_geometry<R, NR> g;
+  result_type* out;
+  acc_type* partial;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t wi) const {
+    const auto w = static_cast<std::size_t>(wi);
+    const std::size_t o = w / g.blocks, p = w % g.blocks;
+    const std::size_t begin = p * g.block;
+    const std::size_t end = g.n_red < begin + g.block ? g.n_red : begin + g.block;
+    acc_type acc = Red::identity();
+    if (g.kind == reduce_kind::flat) {
+      for (std::size_t q = begin; q < end; ++q) acc = Red::combine(acc, Red::lift(expr.evaluate_flat(q), q));
+    } else {
+      multi_index<R> idx{};
+      const multi_index<K> kept = unravel(o, g.kept_ext);
+      for (std::size_t k = 0; k < K; ++k) idx[g.kept_axes[k]] = kept[k];
+      for (std::size_t q = begin; q < end; ++q) {
+        const multi_index<NR> red = unravel(q, g.red_ext);
+        for (std::size_t k = 0; k < NR; ++k) idx[g.red_axes[k]] = red[k];
+        acc = Red::combine(acc, Red::lift(expr.evaluate(idx), q));
+      }
+    }
+    if (g.blocks == 1) out[o] = Red::finalize(acc, g.n_red);
+    else partial[w] = acc;
+  }
+};
+
+// Second kernel when an output element's reduction spans several blocks.
+template <class Red>
+struct reduce_combine_kernel {
+  typename Red::acc_type* partial;
+  typename Red::result_type* out;
+  std::size_t blocks;
+  std::size_t n_red;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t oi) const {
+    const auto o = static_cast<std::size_t>(oi);
+    pairwise_combine<Red>(partial + o * blocks, blocks);
+    out[o] = Red::finalize(partial[o * blocks], n_red);
+  }
+};
+
+// Reduces `expr` as planned by `g` into the dense row-major buffer `out` (n_out elements).
+template <class Red, class ExecSpace, class E, std::size_t R, std::size_t NR>
+void run_reduce(const ExecSpace& space, const E& expr, reduce_geometry<R, NR> g,
+                typename Red::result_type* out) {
+  using acc_type = typename Red::acc_type;
+  using result_type = typename Red::result_type;
+  using index = Kokkos::IndexType<std::int64_t>;
+  if (g.n_out == 0) return;
+  if constexpr (!runs_on_host<ExecSpace>) {
+    if (g.kind == reduce_kind::outer) g.kind = reduce_kind::inner;
+    g.block = 1024;
+    g.blocks = g.n_red <= g.block ? 1 : (g.n_red + g.block - 1) / g.block;
+  }
+  Kokkos::View<acc_type*, typename ExecSpace::memory_space> partial;
+  if (g.blocks > 1)
+    partial = decltype(partial)(Kokkos::view_alloc(std::string("kax::reduce partials"),
+                                                   Kokkos::WithoutInitializing),
+                                g.n_out * g.blocks);
+  const std::string label = reduce_label<Red, result_type>(g);
+  const auto items = static_cast<std::int64_t>(g.items());
+  if constexpr (runs_on_host<ExecSpace>) {
+    Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace, index>(space, 0, items),
+                         reduce_host_kernel<Red, E, R, NR>{expr, g, out, partial.data()});
+  } else {
+    Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace, index>(space, 0, items),
+                         reduce_device_kernel<Red, E, R, NR>{expr, g, out, partial.data()});
+  }
+  if (g.blocks > 1)
+    Kokkos::parallel_for(reduce_combine_label<Red, result_type>(),
+                         Kokkos::RangePolicy<ExecSpace, index>(space, 0, static_cast<std::int64_t>(g.n_out)),
+                         reduce_combine_kernel<Red>{partial.data(), out, g.blocks, g.n_red});
+}
+
+}  // namespace kax::detail

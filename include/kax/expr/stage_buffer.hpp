@@ -1,0 +1,61 @@
+// kax/expr/stage_buffer.hpp — where a materialization point (a reduction or contraction) keeps
+// its result between the kernel that computes it and the kernels that read it.
+//
+// Fusion rule (DESIGN.md): a reduction feeding further work is computed once, never per output
+// element.  Such a node owns a stage_buffer, allocated when the node is built.  Copies of the
+// node (an expression stored in `auto` and used twice, softmax's max inside both numerator and
+// denominator) share the buffer and its `stamp`, so within one evaluation the planner computes
+// it once; every new evaluation recomputes it (inputs may have changed since: expressions are
+// lazy).  Because of that sharing, one expression object must not be evaluated from two threads
+// at once (as with Eigen expressions); separately built expressions are independent.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "kax/core/array.hpp"
+#include "kax/expr/concepts.hpp"
+
+namespace kax {
+
+// Nodes whose value is computed by a kernel of its own before its consumers run derive from this.
+struct materialization_base {};
+
+template <class E>
+concept materialization = expression<E> && std::derived_from<std::remove_cvref_t<E>, materialization_base>;
+
+namespace detail {
+
+// A fresh number for each top-level evaluation (0 is never handed out: "not computed yet").
+inline std::uint64_t next_evaluation_epoch() {
+  static std::atomic<std::uint64_t> counter{0};
+  return ++counter;
+}
+
+template <class T, std::size_t R>
+struct stage_buffer {
+  using memory_space = default_memory_space;
+  Kokkos::View<T*, Kokkos::LayoutRight, memory_space> values;
+  Kokkos::View<std::uint64_t, Kokkos::HostSpace> stamp;  // epoch of the last computation
+  multi_index<R> strides{};
+
+  stage_buffer() = default;
+  explicit stage_buffer(const shape<R>& s)
+      : values(Kokkos::view_alloc(std::string("kax::stage"), Kokkos::WithoutInitializing),
+               size_of(s)),
+        stamp("kax::stage stamp"),
+        strides(to_multi_index(row_major_strides(s))) {}
+
+  bool computed_in(std::uint64_t epoch) const { return stamp() == epoch; }
+  void mark(std::uint64_t epoch) const { stamp() = epoch; }
+
+  KOKKOS_INLINE_FUNCTION T read(const multi_index<R>& i) const {
+    std::size_t off = 0;
+    for (std::size_t k = 0; k < R; ++k) off += i[k] * strides[k];
+    return values.data()[off];
+  }
+  KOKKOS_INLINE_FUNCTION T read_flat(std::size_t n) const { return values.data()[R == 0 ? 0 : n]; }
+};
+
+}  // namespace detail
+}  // namespace kax
