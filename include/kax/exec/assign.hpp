@@ -80,16 +80,14 @@ void evaluate_into(const ExecSpace& space, const output_target<T, R>& out, const
   const std::uint64_t epoch = next_evaluation_epoch();
   // A reduction or contraction at the root writes the destination itself (no copy kernel) when
   // the destination is dense, of its dtype, and not one of its inputs.
-  if constexpr (materialization<E> &&
-                Kokkos::SpaceAccessibility<exec_space_for<default_memory_space>, MemorySpace>::accessible) {
+  if constexpr (materialization<E>) {
     if (std::is_same_v<T, value_type_of<E>> && out.contiguous && !e.operand_reads(out_span)) {
-      e.compute_into(reinterpret_cast<value_type_of<E>*>(out.data), epoch);
+      e.compute_into(space, reinterpret_cast<value_type_of<E>*>(out.data), epoch);
       return;
     }
   }
   // Stages first: every reduction/contraction inside `e`, once each.
-  prepare(e, epoch);
-  if constexpr (!std::is_same_v<ExecSpace, exec_space_for<default_memory_space>>) Kokkos::fence();
+  prepare(e, epoch, space);
   if (e.conflicts(out_span, out.contiguous)) {
     const auto tmp = uninitialized<T, R, MemorySpace>(dst, "kax::eval alias temporary");
     const output_target<T, R> tmp_out{tmp.data(), out.ext, to_multi_index(row_major_strides(dst)), true};

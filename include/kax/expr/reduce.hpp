@@ -75,16 +75,22 @@ struct ReduceExpr : expression_base, materialization_base {
     return detail::plan_reduce(arg.extents(), axes, arg.is_flat());
   }
 
-  // Runs the operand's own stages, then the reduction kernel(s), writing a dense row-major `out`.
-  void compute_into(value_type* out, std::uint64_t epoch) const {
-    detail::prepare(arg, epoch);
-    using space = detail::exec_space_for<typename detail::stage_buffer<value_type, rank>::memory_space>;
-    detail::run_reduce<reducer>(space{}, arg, geometry(), out);
+  // Runs the operand's own stages, then the reduction kernel(s) on `space`, writing a dense
+  // row-major `out` (memory `space` can write).
+  template <class Space>
+  void compute_into(const Space& space, value_type* out, std::uint64_t epoch) const {
+    detail::prepare(arg, epoch, space);
+    detail::run_reduce<reducer>(space, arg, geometry(), out);
   }
 
-  void materialize(std::uint64_t epoch) const {
+  template <class Space>
+  void materialize(const Space& space, std::uint64_t epoch) const {
     if (buffer.computed_in(epoch)) return;
-    compute_into(buffer.values.data(), epoch);
+    using buffer_space = typename detail::stage_buffer<value_type, rank>::memory_space;
+    if constexpr (Kokkos::SpaceAccessibility<Space, buffer_space>::accessible)
+      compute_into(space, buffer.values.data(), epoch);
+    else
+      compute_into(detail::exec_space_for<buffer_space>{}, buffer.values.data(), epoch);
     buffer.mark(epoch);
   }
 

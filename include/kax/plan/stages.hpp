@@ -4,9 +4,9 @@
 // contractions), innermost first, each computed once into its stage buffer; then the one fused
 // kernel that writes the destination.  Everything else (elementwise, broadcast, layout) fuses
 // into whichever kernel reads it.
-//   prepare(e, epoch)   runs the materialization stages of `e` (each at most once per epoch)
-//   describe(e, plan)   lists the same stages without running them, for kax::plan_of
-// Materialization nodes provide materialize(epoch) and describe_stage(plan); other composite
+//   prepare(e, epoch, space)  runs the materialization stages of `e` (each at most once per epoch)
+//   describe(e, plan)         lists the same stages without running them, for kax::plan_of
+// Materialization nodes provide materialize(space, epoch) and describe_stage(plan); other composite
 // nodes expose their operands through for_each_child.
 #pragma once
 
@@ -31,12 +31,14 @@ struct plan_description {
 template <class E>
 concept has_children = requires(const E& e) { e.for_each_child([](const auto&) {}); };
 
-template <expression E>
-void prepare(const E& e, std::uint64_t epoch) {
+// Stages run on `space` (the caller's execution space instance) where it can write the stage
+// buffers, so kax::eval(Kokkos::Serial{}, e) runs every kernel of `e` on Serial.
+template <expression E, class Space>
+void prepare(const E& e, std::uint64_t epoch, const Space& space) {
   if constexpr (materialization<E>) {
-    e.materialize(epoch);
+    e.materialize(space, epoch);
   } else if constexpr (has_children<E>) {
-    e.for_each_child([epoch](const auto& child) { prepare(child, epoch); });
+    e.for_each_child([epoch, &space](const auto& child) { prepare(child, epoch, space); });
   }
 }
 
