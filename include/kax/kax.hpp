@@ -1,5 +1,6 @@
-// kax/kax.hpp — the umbrella header: everything except the opt-in interop headers
-// (kax/interop/eigen.hpp), which pull in heavy third-party headers.
+// kax/kax.hpp — the umbrella header: everything except the opt-in interop header
+// kax/interop/eigen.hpp (Eigen's Dense module and Eigen object leaves).  Contractions
+// (kax/expr/contractions.hpp) include <Eigen/Core> for the host GEMM.
 #pragma once
 
 #include "kax/core/array.hpp"
@@ -20,6 +21,7 @@
 #include "kax/expr/layout/unit_axes.hpp"
 #include "kax/expr/math.hpp"
 #include "kax/expr/operators.hpp"
+#include "kax/expr/contractions.hpp"
 #include "kax/expr/reductions.hpp"
 #include "kax/plan/elementwise_plan.hpp"
 #include "kax/plan/plan_of.hpp"

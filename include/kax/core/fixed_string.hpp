@@ -1,0 +1,22 @@
+// kax/core/fixed_string.hpp — a string usable as a template argument: einsum<"ij,jk->ik">,
+// pmap<"devices">, psum<"i">.
+#pragma once
+
+#include <cstddef>
+
+namespace kax {
+
+template <std::size_t N>
+struct fixed_string {
+  char chars[N]{};
+
+  constexpr fixed_string(const char (&s)[N]) {  // NOLINT: implicit, so "ij->i" converts
+    for (std::size_t i = 0; i < N; ++i) chars[i] = s[i];
+  }
+  // Length without the terminating NUL.
+  static constexpr std::size_t size() { return N - 1; }
+  constexpr char operator[](std::size_t i) const { return chars[i]; }
+  constexpr const char* c_str() const { return chars; }
+};
+
+}  // namespace kax

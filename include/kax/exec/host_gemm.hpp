@@ -1,0 +1,109 @@
+// kax/exec/host_gemm.hpp — batched GEMM on host memory through Eigen's GEMM.
+//
+// Eigen's GEMM (cache-blocked, packed, vectorized, OpenMP-parallel when compiled with -fopenmp)
+// is what kax's host contractions call; kax depends on Eigen anyway.  Every batch is
+// C = A * B with C column-major (rows M contiguous); A and B may be column- or row-major.  Many
+// small batches run in parallel, one Eigen call per batch (Eigen then stays single-threaded
+// inside the parallel region); few large ones run one after another, each multithreaded.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include <Eigen/Core>
+
+#include "kax/core/config.hpp"
+#include "kax/core/extents.hpp"
+
+namespace kax::detail {
+
+inline constexpr std::size_t gemm_max_batch_rank = 16;
+
+// One strided matrix per batch: element (r, c) at data[batch_offset + r * rs + c * cs].
+template <class T>
+struct gemm_matrix {
+  const T* data = nullptr;
+  std::ptrdiff_t rs = 0, cs = 0;
+  std::ptrdiff_t batch_stride[gemm_max_batch_rank]{};
+};
+
+template <class T>
+struct gemm_problem {
+  gemm_matrix<T> a, b;       // a: M x K, b: K x N
+  T* c = nullptr;            // M x N, c[m * c_rs + n * c_cs], c_rs == 1 (column-major)
+  std::ptrdiff_t c_cs = 0;
+  std::ptrdiff_t c_batch_stride[gemm_max_batch_rank]{};
+  std::size_t m = 1, n = 1, k = 1;
+  std::size_t batch_rank = 0;
+  std::size_t batch_ext[gemm_max_batch_rank]{};
+  std::size_t batches = 1;
+};
+
+// True when a matrix can be handed to Eigen in place: one of its strides is 1.
+template <class T>
+bool gemm_direct(const gemm_matrix<T>& x, std::size_t rows, std::size_t cols) {
+  return x.cs == 1 || x.rs == 1 || rows == 1 || cols == 1;
+}
+
+template <class T>
+using eigen_col_map = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>, 0, Eigen::OuterStride<>>;
+
+// Calls f with `x` as an Eigen expression of shape rows x cols (a map or a transposed map).
+template <class T, class F>
+void with_eigen_matrix(const T* p, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t rows,
+                       std::size_t cols, F&& f) {
+  const auto r = static_cast<Eigen::Index>(rows), c = static_cast<Eigen::Index>(cols);
+  if (rs == 1 || rows == 1) {
+    f(eigen_col_map<T>(p, r, c, Eigen::OuterStride<>(cols == 1 ? std::max<std::ptrdiff_t>(r, 1) : cs)));
+  } else {
+    // Row-major: its transpose is column-major with outer stride rs.
+    f(eigen_col_map<T>(p, c, r, Eigen::OuterStride<>(rows == 1 ? std::max<std::ptrdiff_t>(c, 1) : rs)).transpose());
+  }
+}
+
+template <class T>
+void gemm_batch(const gemm_problem<T>& g, std::size_t batch) {
+  std::ptrdiff_t oa = 0, ob = 0, oc = 0;
+  std::size_t rest = batch;
+  for (std::size_t d = g.batch_rank; d-- > 0;) {
+    const auto i = static_cast<std::ptrdiff_t>(rest % g.batch_ext[d]);
+    rest /= g.batch_ext[d];
+    oa += i * g.a.batch_stride[d];
+    ob += i * g.b.batch_stride[d];
+    oc += i * g.c_batch_stride[d];
+  }
+  const auto m = static_cast<Eigen::Index>(g.m), n = static_cast<Eigen::Index>(g.n);
+  Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>, 0, Eigen::OuterStride<>> c(
+      g.c + oc, m, n, Eigen::OuterStride<>(g.n == 1 ? std::max<Eigen::Index>(m, 1) : g.c_cs));
+  with_eigen_matrix(g.a.data + oa, g.a.rs, g.a.cs, g.m, g.k, [&](const auto& a) {
+    with_eigen_matrix(g.b.data + ob, g.b.rs, g.b.cs, g.k, g.n, [&](const auto& b) {
+      if (g.k == 0) c.setZero();
+      else c.noalias() = a * b;
+    });
+  });
+}
+
+template <class T>
+struct gemm_batch_kernel {
+  gemm_problem<T> g;
+  void operator()(const std::int64_t i) const { gemm_batch(g, static_cast<std::size_t>(i)); }
+};
+
+// Runs every batch of `g` on the host execution space `space`.
+template <class ExecSpace, class T>
+void run_gemm(const ExecSpace& space, const gemm_problem<T>& g) {
+  if (g.batches == 0 || g.m == 0 || g.n == 0) return;
+  const std::size_t flops = g.m * g.n * g.k;
+  const auto conc = static_cast<std::size_t>(ExecSpace::concurrency());
+  if (g.batches > 1 && (g.batches >= 4 * conc || flops < 64 * 64 * 64)) {
+    Kokkos::parallel_for("kax::gemm<batched>",
+                         Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(
+                             space, 0, static_cast<std::int64_t>(g.batches)),
+                         gemm_batch_kernel<T>{g});
+  } else {
+    for (std::size_t i = 0; i < g.batches; ++i) gemm_batch(g, i);
+  }
+}
+
+}  // namespace kax::detail

@@ -1,0 +1,290 @@
+// kax/expr/contract/contract_expr.hpp — ContractExpr: the sum over trailing labels of the product
+// of two operands in label space (einsum with summed labels, dot, matmul).
+//
+// A materialization point.  Two ways to compute it, chosen at evaluation time from the labels and
+// strides only:
+//   GEMM     host memory, float/double, one summed label K, an output label of A only (M) and of
+//            B only (N) among the last output axes, every other output label a batch label:
+//            Eigen's GEMM per batch (exec/host_gemm.hpp).  Operands that are not plain arrays of
+//            the result dtype (a * 2, a transposed view that Eigen cannot map) are first
+//            evaluated into a contiguous temporary: O(size) next to the O(M N K) product.
+//   generic  anything else (diagonals, several summed labels, integer dtypes, device memory):
+//            the fused reduction kernel over the label-space product (ReduceExpr).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "kax/exec/assign.hpp"
+#include "kax/exec/host_gemm.hpp"
+#include "kax/expr/binary.hpp"
+#include "kax/expr/contract/label_expr.hpp"
+#include "kax/expr/ops.hpp"
+#include "kax/expr/reduce.hpp"
+
+namespace kax {
+
+namespace detail {
+template <class X>
+struct is_array_leaf : std::false_type {};
+template <class T, std::size_t R, class M>
+struct is_array_leaf<ArrayLeaf<T, R, M>> : std::true_type {};
+}  // namespace detail
+
+template <expression A, expression B, std::size_t NL, std::size_t NO>
+struct ContractExpr : expression_base, materialization_base {
+  using product_type = BinaryExpr<detail::mul_op, LabelExpr<NL, A>, LabelExpr<NL, B>>;
+  using reduce_type = ReduceExpr<detail::sum_reducer, product_type, NL - NO, false>;
+  using value_type = typename reduce_type::value_type;
+  using promoted_type = value_type_of<product_type>;
+  static constexpr std::size_t rank = NO;
+  static_assert(NL > NO, "kax::ContractExpr: at least one summed label");
+
+  reduce_type reduce;
+  detail::stage_buffer<value_type, NO> buffer;  // shared with `reduce`
+  const char* who;
+
+  ContractExpr(LabelExpr<NL, A> a, LabelExpr<NL, B> b, const char* name)
+      : reduce(product_type(std::move(a), std::move(b)), trailing_labels(), name),
+        buffer(reduce.buffer),
+        who(name) {}
+
+  static std::array<std::size_t, NL - NO> trailing_labels() {
+    std::array<std::size_t, NL - NO> axes{};
+    for (std::size_t k = 0; k < NL - NO; ++k) axes[k] = NO + k;
+    return axes;
+  }
+
+  const LabelExpr<NL, A>& lhs() const { return reduce.arg.lhs; }
+  const LabelExpr<NL, B>& rhs() const { return reduce.arg.rhs; }
+
+  shape<NO> extents() const { return reduce.ext; }
+  bool is_flat() const { return true; }
+  KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<NO>& i) const { return buffer.read(i); }
+  KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const { return buffer.read_flat(n); }
+  bool conflicts(const detail::buffer_span&, bool) const { return false; }
+  bool operand_reads(const detail::buffer_span& span) const { return reduce.operand_reads(span); }
+
+  // ---- the GEMM path ----------------------------------------------------------------------
+  struct gemm_roles {
+    std::size_t m = NL, n = NL;      // label ids (NL: absent)
+    std::size_t k = NO;
+    bool transposed = false;         // compute C^T = B^T A^T (N is the output's last axis)
+    bool copy_a = false, copy_b = false;
+  };
+
+  template <class X>
+  static constexpr bool plain_leaf = detail::is_array_leaf<X>::value;
+
+  template <class X>
+  static bool direct_operand(const X& x) {
+    if constexpr (plain_leaf<X> && std::is_same_v<value_type_of<X>, promoted_type>)
+      return host_accessible<typename X::memory_space>;
+    else {
+      (void)x;
+      return false;
+    }
+  }
+
+  // Per-label strides of an operand laid out with per-axis strides `st`; false on a diagonal.
+  template <class LE, class Strides>
+  static bool strides_by_label(const LE& le, const Strides& st, std::array<std::ptrdiff_t, NL>& out,
+                               std::array<bool, NL>& present) {
+    out.fill(0);
+    present.fill(false);
+    for (std::size_t a = 0; a < LE::arg_rank; ++a) {
+      const std::size_t l = le.label[a];
+      if (present[l]) return false;  // a repeated label: a diagonal, not a matrix
+      if (!le.live[a]) continue;     // broadcast: stride 0
+      present[l] = true;
+      out[l] = static_cast<std::ptrdiff_t>(st[a]);
+    }
+    return true;
+  }
+
+  template <class LE>
+  static multi_index<LE::arg_rank> operand_strides(const LE& le, bool copied) {
+    if constexpr (plain_leaf<std::remove_cvref_t<decltype(le.arg)>>) {
+      if (!copied) return le.arg.strides;
+    }
+    return to_multi_index(row_major_strides(le.arg.extents()));
+  }
+
+  // Decides whether (and how) the GEMM path applies.
+  std::optional<gemm_roles> plan_gemm() const {
+    if constexpr (!(std::is_same_v<promoted_type, float> || std::is_same_v<promoted_type, double>) ||
+                  !host_accessible<default_memory_space> || NL - NO != 1) {
+      return std::nullopt;
+    } else {
+      gemm_roles r;
+      r.copy_a = !direct_operand(lhs().arg);
+      r.copy_b = !direct_operand(rhs().arg);
+      std::array<std::ptrdiff_t, NL> sa{}, sb{};
+      std::array<bool, NL> pa{}, pb{};
+      if (!strides_by_label(lhs(), operand_strides(lhs(), r.copy_a), sa, pa)) return std::nullopt;
+      if (!strides_by_label(rhs(), operand_strides(rhs(), r.copy_b), sb, pb)) return std::nullopt;
+      if (!pa[r.k] || !pb[r.k]) return std::nullopt;
+      for (std::size_t l = 0; l < NO; ++l) {
+        if (pa[l] && !pb[l]) r.m = l;
+        if (pb[l] && !pa[l]) r.n = l;
+      }
+      if constexpr (NO > 0) {
+        const std::size_t last = NO - 1;  // the output's stride-1 axis
+        if (last == r.n) r.transposed = true;
+        else if (last != r.m && reduce.ext[last] != 1) return std::nullopt;
+      }
+      const shape<NL> ext = lhs().ext;
+      auto direct = [&](const std::array<std::ptrdiff_t, NL>& s, std::size_t rows_l, std::size_t cols_l) {
+        const std::size_t rows = rows_l == NL ? 1 : ext[rows_l], cols = cols_l == NL ? 1 : ext[cols_l];
+        return rows == 1 || cols == 1 || (rows_l != NL && s[rows_l] == 1) || (cols_l != NL && s[cols_l] == 1);
+      };
+      // An operand Eigen cannot map (neither stride 1) is copied to row-major first; if even that
+      // leaves no unit stride (its last axis is a batch axis), use the generic kernel.
+      if (!direct(sa, r.m, r.k)) {
+        if (r.copy_a) return std::nullopt;
+        r.copy_a = true;
+        strides_by_label(lhs(), operand_strides(lhs(), true), sa, pa);
+        if (!direct(sa, r.m, r.k)) return std::nullopt;
+      }
+      if (!direct(sb, r.k, r.n)) {
+        if (r.copy_b) return std::nullopt;
+        r.copy_b = true;
+        strides_by_label(rhs(), operand_strides(rhs(), true), sb, pb);
+        if (!direct(sb, r.k, r.n)) return std::nullopt;
+      }
+      if (NO > detail::gemm_max_batch_rank) return std::nullopt;
+      return r;
+    }
+  }
+
+  // Evaluates an operand into a contiguous row-major host temporary of the promoted dtype.
+  template <class Space, class X>
+  static Array<promoted_type, rank_of<X>> copy_operand(const Space& space, const X& x, std::uint64_t epoch) {
+    detail::prepare(x, epoch, space);
+    const auto s = x.extents();
+    auto tmp = detail::uninitialized<promoted_type, rank_of<X>, default_memory_space>(s, "kax::gemm operand");
+    const detail::output_target<promoted_type, rank_of<X>> dst{tmp.data(), to_multi_index(s),
+                                                               to_multi_index(row_major_strides(s)), true};
+    detail::launch_elementwise(space, dst, x);
+    return tmp;
+  }
+
+  template <class Space>
+  void run_gemm(const Space& space, const gemm_roles& r, value_type* out, std::uint64_t epoch) const {
+    using T = promoted_type;
+    Array<T, LabelExpr<NL, A>::arg_rank> ta;
+    Array<T, LabelExpr<NL, B>::arg_rank> tb;
+    const T* pa = nullptr;
+    const T* pb = nullptr;
+    if (r.copy_a) {
+      ta = copy_operand(space, lhs().arg, epoch);
+      pa = ta.data();
+    } else if constexpr (plain_leaf<A>) {
+      pa = lhs().arg.view.data();
+    }
+    if (r.copy_b) {
+      tb = copy_operand(space, rhs().arg, epoch);
+      pb = tb.data();
+    } else if constexpr (plain_leaf<B>) {
+      pb = rhs().arg.view.data();
+    }
+    std::array<std::ptrdiff_t, NL> sa{}, sb{}, sc{};
+    std::array<bool, NL> present{};
+    strides_by_label(lhs(), operand_strides(lhs(), r.copy_a), sa, present);
+    strides_by_label(rhs(), operand_strides(rhs(), r.copy_b), sb, present);
+    const shape<NO> out_ext = reduce.ext;
+    const shape<NO> out_st = row_major_strides(out_ext);
+    for (std::size_t l = 0; l < NO; ++l) sc[l] = static_cast<std::ptrdiff_t>(out_st[l]);
+    const shape<NL> ext = lhs().ext;
+    auto at = [&](const std::array<std::ptrdiff_t, NL>& s, std::size_t l) { return l == NL ? 0 : s[l]; };
+    auto extent = [&](std::size_t l) { return l == NL ? std::size_t{1} : ext[l]; };
+
+    detail::gemm_problem<T> g;
+    g.c = out;
+    for (std::size_t l = 0; l < NO; ++l) {
+      if (l == r.m || l == r.n) continue;
+      g.batch_ext[g.batch_rank] = ext[l];
+      g.a.batch_stride[g.batch_rank] = sa[l];
+      g.b.batch_stride[g.batch_rank] = sb[l];
+      g.c_batch_stride[g.batch_rank] = sc[l];
+      g.batches *= ext[l];
+      ++g.batch_rank;
+    }
+    // C = A B with C column-major (M contiguous), or C^T = B^T A^T when N is contiguous.
+    const std::size_t M = r.transposed ? r.n : r.m, N = r.transposed ? r.m : r.n;
+    const auto& s_first = r.transposed ? sb : sa;
+    const auto& s_second = r.transposed ? sa : sb;
+    g.a.data = r.transposed ? pb : pa;
+    g.b.data = r.transposed ? pa : pb;
+    g.a.rs = at(s_first, M);
+    g.a.cs = at(s_first, r.k);
+    g.b.rs = at(s_second, r.k);
+    g.b.cs = at(s_second, N);
+    if (r.transposed) {
+      for (std::size_t d = 0; d < g.batch_rank; ++d) std::swap(g.a.batch_stride[d], g.b.batch_stride[d]);
+    }
+    g.m = extent(M);
+    g.n = extent(N);
+    g.k = ext[r.k];
+    g.c_cs = at(sc, N);
+    detail::run_gemm(space, g);
+  }
+
+  // ---- planner interface ------------------------------------------------------------------
+  template <class Space>
+  void compute_into(const Space& space, value_type* out, std::uint64_t epoch) const {
+    if constexpr (detail::runs_on_host<Space>) {
+      if (const auto r = plan_gemm()) {
+        if (!r->copy_a) detail::prepare(lhs().arg, epoch, space);
+        if (!r->copy_b) detail::prepare(rhs().arg, epoch, space);
+        run_gemm(space, *r, out, epoch);
+        return;
+      }
+    }
+    reduce.compute_into(space, out, epoch);
+  }
+
+  template <class Space>
+  void materialize(const Space& space, std::uint64_t epoch) const {
+    if (buffer.computed_in(epoch)) return;
+    using buffer_space = typename detail::stage_buffer<value_type, rank>::memory_space;
+    if constexpr (Kokkos::SpaceAccessibility<Space, buffer_space>::accessible)
+      compute_into(space, buffer.values.data(), epoch);
+    else
+      compute_into(detail::exec_space_for<buffer_space>{}, buffer.values.data(), epoch);
+    buffer.mark(epoch);
+  }
+
+  void describe_stage(detail::plan_description& plan, bool into_output) const {
+    const auto r = plan_gemm();
+    if (!r) {
+      reduce.describe_stage(plan, into_output);
+      return;
+    }
+    auto copy_line = [&](const auto& x) {
+      detail::describe(x, plan);
+      plan.add(detail::elementwise_plan{x.is_flat()}.template label<promoted_type, rank_of<decltype(x)>>() +
+               " (RangePolicy) -> temporary " + detail::typed_shape<promoted_type>(x.extents()) +
+               " (GEMM operand)");
+      ++plan.temporaries;
+    };
+    if (r->copy_a) copy_line(lhs().arg);
+    else detail::describe(lhs().arg, plan);
+    if (r->copy_b) copy_line(rhs().arg);
+    else detail::describe(rhs().arg, plan);
+    const shape<NL> ext = lhs().ext;
+    std::size_t batches = 1;
+    for (std::size_t l = 0; l < NO; ++l)
+      if (l != r->m && l != r->n) batches *= ext[l];
+    auto extent = [&](std::size_t l) { return l == NL ? std::size_t{1} : ext[l]; };
+    plan.add(std::string("kax::gemm<") + dtype_name<promoted_type>() + "> (Eigen GEMM, " +
+             std::to_string(batches) + (batches == 1 ? " batch" : " batches") + " of " +
+             std::to_string(extent(r->m)) + "x" + std::to_string(extent(r->k)) + " @ " +
+             std::to_string(extent(r->k)) + "x" + std::to_string(extent(r->n)) + ")" +
+             (into_output ? " -> output " : " -> temporary ") + detail::typed_shape<value_type>(reduce.ext));
+    if (!into_output) ++plan.temporaries;
+  }
+};
+
+}  // namespace kax

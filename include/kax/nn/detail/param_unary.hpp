@@ -1,0 +1,42 @@
+// kax/nn/detail/param_unary.hpp — ParamUnaryExpr: an elementwise function with run-time
+// parameters (gelu's `approximate`), held by the node as an op object.
+//
+// UnaryExpr (expr/unary.hpp) applies a stateless op through `Op::apply`; this node stores an
+// instance and calls `op.apply`, so parameters travel into the kernel by value with the node.
+#pragma once
+
+#include <utility>
+
+#include "kax/expr/concepts.hpp"
+
+namespace kax::nn::detail {
+
+template <class Op, expression E>
+struct ParamUnaryExpr : expression_base {
+  using operand_type = typename Op::template operand_t<value_type_of<E>>;
+  using value_type = typename Op::template result_t<value_type_of<E>>;
+  static constexpr std::size_t rank = rank_of<E>;
+  E arg;
+  Op op;
+
+  ParamUnaryExpr(E a, Op o) : arg(std::move(a)), op(o) {}
+
+  shape<rank> extents() const { return arg.extents(); }
+  bool is_flat() const { return arg.is_flat(); }
+  KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
+    return op.apply(static_cast<operand_type>(arg.evaluate(i)));
+  }
+  KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
+    return op.apply(static_cast<operand_type>(arg.evaluate_flat(n)));
+  }
+  // The operand, for the planner's walks (plan/stages.hpp).
+  template <class F>
+  void for_each_child(F&& f) const {
+    f(arg);
+  }
+  bool conflicts(const kax::detail::buffer_span& out, bool pointwise) const {
+    return arg.conflicts(out, pointwise);
+  }
+};
+
+}  // namespace kax::nn::detail
