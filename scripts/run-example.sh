@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Sets everything up and runs kax's flagship example (README):
-# scripts/setup.sh, then build/ configured with kokkos=openmp, then build/examples/elementwise.
+# scripts/setup.sh, then build/ configured with kokkos=openmp, then build/examples/reductions
+# (the seed's `dot(x, w) + sin(x)` workload, with the plan kax makes for it).
 #
 #   scripts/run-example.sh [arguments for the example]
+#   KAX_EXAMPLE=name    another program of examples/ (elementwise, attention, eigen_interop, ...)
 #   OMP_NUM_THREADS=n   threads (default: all cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,8 +16,9 @@ else
   rm -rf build
   meson setup build -Dkokkos=openmp >/dev/null
 fi
-ninja -C build -j"${KAX_JOBS:-$(nproc)}" examples/elementwise >&2
+example=${KAX_EXAMPLE:-reductions}
+ninja -C build -j"${KAX_JOBS:-$(nproc)}" "examples/$example" >&2
 
 # Kokkos' OpenMP backend wants threads bound; these are its recommended settings.
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
-exec build/examples/elementwise "$@"
+exec "build/examples/$example" "$@"
