@@ -107,7 +107,9 @@ class Array {
   template <expression E>
   Array& operator=(const E& e) {
     static_assert(rank_of<E> == R, "kax::Array: the expression's rank differs from the Array's rank");
-    if (extents() != e.extents()) view_ = allocate(e.extents(), false);
+    // A default-constructed rank-0 Array has the right (empty) shape but no buffer yet.
+    if (extents() != e.extents() || (view_.data() == nullptr && size_of(e.extents()) > 0))
+      view_ = allocate(e.extents(), false);
     detail::evaluate_into_view<T, R, MemorySpace>(view_, e);
     return *this;
   }

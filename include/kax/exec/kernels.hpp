@@ -11,6 +11,7 @@
 
 #include "kax/core/config.hpp"
 #include "kax/core/extents.hpp"
+#include "kax/expr/detail/row.hpp"
 
 namespace kax::detail {
 
@@ -68,12 +69,16 @@ struct strided_host_kernel {
     const std::size_t base = out.offset(idx);
     const std::size_t st = out.strides[R - 1];
     T* __restrict__ o = out.data;
+    // One row evaluator per row (expr/detail/row.hpp): the inner loop is pointer arithmetic only.
+    with_row(row_of(expr, idx), [&](const auto& r) {
+      if (st == 1) {
 #pragma omp simd
-    for (std::size_t j = begin; j < end; ++j) {
-      multi_index<R> ij = idx;
-      ij[R - 1] = j;
-      o[base + j * st] = static_cast<T>(expr.evaluate(ij));
-    }
+        for (std::size_t j = begin; j < end; ++j) o[base + j] = static_cast<T>(r(j));
+      } else {
+#pragma omp simd
+        for (std::size_t j = begin; j < end; ++j) o[base + j * st] = static_cast<T>(r(j));
+      }
+    });
   }
 };
 

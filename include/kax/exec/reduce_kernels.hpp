@@ -50,7 +50,17 @@ struct reduce_host_kernel {
   template <bool Last>
   void segment(acc_type* lanes, const multi_index<R>& idx, std::size_t a, std::size_t j0,
                std::size_t j1, std::size_t pos0) const {
-    if constexpr (R > 0) {
+    if constexpr (R > 0 && Last) {
+      with_row(row_of(expr, idx), [&](const auto& row) {
+        std::size_t j = j0;
+        for (; j + L <= j1; j += L) {
+#pragma omp simd
+          for (std::size_t l = 0; l < L; ++l)
+            lanes[l] = Red::combine(lanes[l], Red::lift(row(j + l), pos0 + j + l));
+        }
+        for (std::size_t l = 0; j < j1; ++j, ++l) lanes[l] = Red::combine(lanes[l], Red::lift(row(j), pos0 + j));
+      });
+    } else if constexpr (R > 0) {
       std::size_t j = j0;
       for (; j + L <= j1; j += L) {
 #pragma omp simd
@@ -135,12 +145,10 @@ struct reduce_host_kernel {
       for (std::size_t k = 0; k < NR; ++k) idx[g.red_axes[k]] = start[k];
       std::size_t in_part = 0;
       for (std::size_t q = begin; q < end; ++q) {
+        with_row(row_of(expr, idx), [&](const auto& row) {
 #pragma omp simd
-        for (std::size_t c = 0; c < nc; ++c) {
-          multi_index<R> ic = idx;
-          ic[R - 1] = c0 + c;
-          part[c] = Red::combine(part[c], Red::lift(expr.evaluate(ic), q));
-        }
+          for (std::size_t c = 0; c < nc; ++c) part[c] = Red::combine(part[c], Red::lift(row(c0 + c), q));
+        });
         if (++in_part == cascade) {
           for (std::size_t c = 0; c < nc; ++c) {
             total[c] = Red::combine(total[c], part[c]);

@@ -3,6 +3,7 @@
 
 #include "kax/expr/as_expr.hpp"
 #include "kax/expr/broadcast.hpp"
+#include "kax/expr/detail/row.hpp"
 
 namespace kax {
 
@@ -35,13 +36,19 @@ struct BinaryExpr : expression_base {
   bool is_flat() const {
     return detail::flat_operand(lhs, ext) && detail::flat_operand(rhs, ext);
   }
-  KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
     return Op::apply(static_cast<operand_type>(lhs.evaluate(detail::project_index(i, lkeep))),
                      static_cast<operand_type>(rhs.evaluate(detail::project_index(i, rkeep))));
   }
-  KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
     return Op::apply(static_cast<operand_type>(lhs.evaluate_flat(n)),
                      static_cast<operand_type>(rhs.evaluate_flat(n)));
+  }
+  auto row(const multi_index<rank>& i) const {
+    auto l = detail::row_of(lhs, detail::project_index(i, lkeep));
+    auto r = detail::row_of(rhs, detail::project_index(i, rkeep));
+    return detail::binary_row<Op, operand_type, decltype(l), decltype(r)>{l, r, detail::last_keep(lkeep),
+                                                                          detail::last_keep(rkeep)};
   }
   // The operands, for the planner's walks (plan/stages.hpp).
   template <class F>

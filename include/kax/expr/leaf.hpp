@@ -5,6 +5,7 @@
 
 #include "kax/core/array.hpp"
 #include "kax/expr/concepts.hpp"
+#include "kax/expr/detail/row.hpp"
 
 namespace kax {
 
@@ -54,13 +55,23 @@ struct ArrayLeaf : expression_base {
   }
   bool is_flat() const { return contiguous; }
 
-  KOKKOS_INLINE_FUNCTION T evaluate(const multi_index<R>& i) const {
+  KOKKOS_FORCEINLINE_FUNCTION T evaluate(const multi_index<R>& i) const {
     std::size_t off = 0;
     for (std::size_t k = 0; k < R; ++k) off += i[k] * strides[k];
     return view.data()[off];
   }
   // A rank-0 leaf broadcasts against anything: every linear index reads its one element.
-  KOKKOS_INLINE_FUNCTION T evaluate_flat(std::size_t n) const { return view.data()[R == 0 ? 0 : n]; }
+  KOKKOS_FORCEINLINE_FUNCTION T evaluate_flat(std::size_t n) const { return view.data()[R == 0 ? 0 : n]; }
+
+  // The elements along `axis` through index c (c[axis] ignored): a pointer and a stride.
+  detail::strided_row<T> row_along(const multi_index<R>& c, std::size_t axis) const {
+    std::size_t off = 0;
+    for (std::size_t k = 0; k < R; ++k)
+      if (k != axis) off += c[k] * strides[k];
+    if constexpr (R == 0) return {view.data(), 1};  // callers read a rank-0 row at 0 only
+    else return {view.data() + off, strides[axis]};
+  }
+  detail::strided_row<T> row(const multi_index<R>& i) const { return row_along(i, R == 0 ? 0 : R - 1); }
 
   // Reading is safe only at the output's own element: same buffer, same dense layout.
   bool conflicts(const detail::buffer_span& out, bool pointwise) const {
@@ -74,6 +85,13 @@ struct ArrayLeaf : expression_base {
     return !(pointwise && contiguous && out.begin == b && out.end == b + span);
   }
 };
+
+namespace detail {
+template <class X>
+struct is_array_leaf : std::false_type {};
+template <class T, std::size_t R, class M>
+struct is_array_leaf<ArrayLeaf<T, R, M>> : std::true_type {};
+}  // namespace detail
 
 template <dtype T, std::size_t R, class M>
 ArrayLeaf<T, R, M> Array<T, R, M>::as_leaf() const {

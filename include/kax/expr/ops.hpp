@@ -57,29 +57,29 @@ struct logical {
 struct add_op : arithmetic {
   static constexpr const char* name = "kax::add";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a, T b) { return static_cast<T>(a + b); }
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a, T b) { return static_cast<T>(a + b); }
 };
 struct sub_op : arithmetic {
   static constexpr const char* name = "kax::subtract";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a, T b) { return static_cast<T>(a - b); }
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a, T b) { return static_cast<T>(a - b); }
 };
 struct mul_op : arithmetic {
   static constexpr const char* name = "kax::multiply";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a, T b) { return static_cast<T>(a * b); }
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a, T b) { return static_cast<T>(a * b); }
 };
 // True division, as jnp.divide: integers divide in double.
 struct div_op : floating {
   static constexpr const char* name = "kax::divide";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a, T b) { return a / b; }
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a, T b) { return a / b; }
 };
 struct maximum_op : arithmetic {
   static constexpr const char* name = "kax::maximum";
   // NaN propagates, as jnp.maximum.
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a, T b) {
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a, T b) {
     if constexpr (std::is_floating_point_v<T>) return (a != a) ? a : ((b != b) ? b : (a > b ? a : b));
     else return a > b ? a : b;
   }
@@ -87,7 +87,7 @@ struct maximum_op : arithmetic {
 struct minimum_op : arithmetic {
   static constexpr const char* name = "kax::minimum";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a, T b) {
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a, T b) {
     if constexpr (std::is_floating_point_v<T>) return (a != a) ? a : ((b != b) ? b : (a < b ? a : b));
     else return a < b ? a : b;
   }
@@ -95,63 +95,63 @@ struct minimum_op : arithmetic {
 struct pow_op : floating {
   static constexpr const char* name = "kax::pow";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a, T b) { return kmath::pow(a, b); }
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a, T b) { return kmath::pow(a, b); }
 };
 
 // ---- comparisons and logic --------------------------------------------------------------------
 struct equal_op : comparison {
   static constexpr const char* name = "kax::equal";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static bool apply(T a, T b) { return a == b; }
+  KOKKOS_FORCEINLINE_FUNCTION static bool apply(T a, T b) { return a == b; }
 };
 struct not_equal_op : comparison {
   static constexpr const char* name = "kax::not_equal";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static bool apply(T a, T b) { return a != b; }
+  KOKKOS_FORCEINLINE_FUNCTION static bool apply(T a, T b) { return a != b; }
 };
 struct less_op : comparison {
   static constexpr const char* name = "kax::less";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static bool apply(T a, T b) { return a < b; }
+  KOKKOS_FORCEINLINE_FUNCTION static bool apply(T a, T b) { return a < b; }
 };
 struct less_equal_op : comparison {
   static constexpr const char* name = "kax::less_equal";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static bool apply(T a, T b) { return a <= b; }
+  KOKKOS_FORCEINLINE_FUNCTION static bool apply(T a, T b) { return a <= b; }
 };
 struct greater_op : comparison {
   static constexpr const char* name = "kax::greater";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static bool apply(T a, T b) { return a > b; }
+  KOKKOS_FORCEINLINE_FUNCTION static bool apply(T a, T b) { return a > b; }
 };
 struct greater_equal_op : comparison {
   static constexpr const char* name = "kax::greater_equal";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static bool apply(T a, T b) { return a >= b; }
+  KOKKOS_FORCEINLINE_FUNCTION static bool apply(T a, T b) { return a >= b; }
 };
 struct logical_and_op : logical {
   static constexpr const char* name = "kax::logical_and";
-  KOKKOS_INLINE_FUNCTION static bool apply(bool a, bool b) { return a && b; }
+  KOKKOS_FORCEINLINE_FUNCTION static bool apply(bool a, bool b) { return a && b; }
 };
 struct logical_or_op : logical {
   static constexpr const char* name = "kax::logical_or";
-  KOKKOS_INLINE_FUNCTION static bool apply(bool a, bool b) { return a || b; }
+  KOKKOS_FORCEINLINE_FUNCTION static bool apply(bool a, bool b) { return a || b; }
 };
 struct logical_not_op : logical {
   static constexpr const char* name = "kax::logical_not";
-  KOKKOS_INLINE_FUNCTION static bool apply(bool a) { return !a; }
+  KOKKOS_FORCEINLINE_FUNCTION static bool apply(bool a) { return !a; }
 };
 
 // ---- unary ------------------------------------------------------------------------------------
 struct negate_op : arithmetic {
   static constexpr const char* name = "kax::negative";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a) { return static_cast<T>(-a); }
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) { return static_cast<T>(-a); }
 };
 struct abs_op : arithmetic {
   static constexpr const char* name = "kax::abs";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a) {
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) {
     if constexpr (std::is_same_v<T, bool>) return a;
     else if constexpr (std::is_floating_point_v<T>) return kmath::fabs(a);
     else return a < 0 ? static_cast<T>(-a) : a;
@@ -160,29 +160,29 @@ struct abs_op : arithmetic {
 struct square_op : arithmetic {
   static constexpr const char* name = "kax::square";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a) { return static_cast<T>(a * a); }
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) { return static_cast<T>(a * a); }
 };
 struct sqrt_op : floating {
   static constexpr const char* name = "kax::sqrt";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a) { return kmath::sqrt(a); }
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) { return kmath::sqrt(a); }
 };
 struct floor_op : floating {
   static constexpr const char* name = "kax::floor";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a) { return kmath::floor(a); }
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) { return kmath::floor(a); }
 };
 struct ceil_op : floating {
   static constexpr const char* name = "kax::ceil";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a) { return kmath::ceil(a); }
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) { return kmath::ceil(a); }
 };
 
 // Transcendentals: vectorizable kax implementations on the host, Kokkos' on devices.
 struct sin_op : floating {
   static constexpr const char* name = "kax::sin";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a) {
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) {
     if constexpr (on_device()) return kmath::sin(a);
     else return vmath::sin(a);
   }
@@ -190,7 +190,7 @@ struct sin_op : floating {
 struct cos_op : floating {
   static constexpr const char* name = "kax::cos";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a) {
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) {
     if constexpr (on_device()) return kmath::cos(a);
     else return vmath::cos(a);
   }
@@ -198,7 +198,7 @@ struct cos_op : floating {
 struct exp_op : floating {
   static constexpr const char* name = "kax::exp";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a) {
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) {
     if constexpr (on_device()) return kmath::exp(a);
     else return vmath::exp(a);
   }
@@ -206,7 +206,7 @@ struct exp_op : floating {
 struct log_op : floating {
   static constexpr const char* name = "kax::log";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a) {
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) {
     if constexpr (on_device()) return kmath::log(a);
     else return vmath::log(a);
   }
@@ -214,7 +214,7 @@ struct log_op : floating {
 struct tanh_op : floating {
   static constexpr const char* name = "kax::tanh";
   template <class T>
-  KOKKOS_INLINE_FUNCTION static T apply(T a) {
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) {
     if constexpr (on_device()) return kmath::tanh(a);
     else return vmath::tanh(a);
   }
@@ -229,7 +229,7 @@ struct cast_op {
   template <class T>
   using result_t = U;
   template <class T>
-  KOKKOS_INLINE_FUNCTION static U apply(T a) { return static_cast<U>(a); }
+  KOKKOS_FORCEINLINE_FUNCTION static U apply(T a) { return static_cast<U>(a); }
 };
 
 }  // namespace kax::detail

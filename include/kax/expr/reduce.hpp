@@ -59,10 +59,11 @@ struct ReduceExpr : expression_base, materialization_base {
 
   shape<rank> extents() const { return ext; }
   bool is_flat() const { return true; }  // the buffer is dense and row-major
-  KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
     return buffer.read(i);
   }
-  KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const { return buffer.read_flat(n); }
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const { return buffer.read_flat(n); }
+  auto row(const multi_index<rank>& i) const { return buffer.row(i); }
   // Consumers read the stage buffer, which no destination can alias; the operand is read by the
   // reduction's own kernel, which finishes before any consumer writes.
   bool conflicts(const detail::buffer_span&, bool) const { return false; }

@@ -31,10 +31,10 @@ struct sum_reducer {
   static constexpr bool needs_elements = false;
   using result_type = sum_result_t<In>;
   using acc_type = result_type;
-  KOKKOS_INLINE_FUNCTION static acc_type identity() { return acc_type(0); }
-  KOKKOS_INLINE_FUNCTION static acc_type lift(In x, std::size_t) { return static_cast<acc_type>(x); }
-  KOKKOS_INLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) { return a + b; }
-  KOKKOS_INLINE_FUNCTION static result_type finalize(acc_type a, std::size_t) { return a; }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type identity() { return acc_type(0); }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type lift(In x, std::size_t) { return static_cast<acc_type>(x); }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) { return a + b; }
+  KOKKOS_FORCEINLINE_FUNCTION static result_type finalize(acc_type a, std::size_t) { return a; }
 };
 
 template <dtype In>
@@ -43,10 +43,10 @@ struct prod_reducer {
   static constexpr bool needs_elements = false;
   using result_type = sum_result_t<In>;
   using acc_type = result_type;
-  KOKKOS_INLINE_FUNCTION static acc_type identity() { return acc_type(1); }
-  KOKKOS_INLINE_FUNCTION static acc_type lift(In x, std::size_t) { return static_cast<acc_type>(x); }
-  KOKKOS_INLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) { return a * b; }
-  KOKKOS_INLINE_FUNCTION static result_type finalize(acc_type a, std::size_t) { return a; }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type identity() { return acc_type(1); }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type lift(In x, std::size_t) { return static_cast<acc_type>(x); }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) { return a * b; }
+  KOKKOS_FORCEINLINE_FUNCTION static result_type finalize(acc_type a, std::size_t) { return a; }
 };
 
 // jnp.mean: integers and bools average in the floating dtype (float64, as JAX with x64).
@@ -56,11 +56,11 @@ struct mean_reducer {
   static constexpr bool needs_elements = false;
   using result_type = float_of_t<In>;
   using acc_type = result_type;
-  KOKKOS_INLINE_FUNCTION static acc_type identity() { return acc_type(0); }
-  KOKKOS_INLINE_FUNCTION static acc_type lift(In x, std::size_t) { return static_cast<acc_type>(x); }
-  KOKKOS_INLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) { return a + b; }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type identity() { return acc_type(0); }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type lift(In x, std::size_t) { return static_cast<acc_type>(x); }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) { return a + b; }
   // An empty mean is 0/0 = NaN, as NumPy and JAX give.
-  KOKKOS_INLINE_FUNCTION static result_type finalize(acc_type a, std::size_t n) {
+  KOKKOS_FORCEINLINE_FUNCTION static result_type finalize(acc_type a, std::size_t n) {
     return a / static_cast<acc_type>(n);
   }
 };
@@ -83,12 +83,12 @@ struct max_reducer {
   static constexpr bool needs_elements = true;
   using result_type = In;
   using acc_type = In;
-  KOKKOS_INLINE_FUNCTION static acc_type identity() { return lowest_value<In>(); }
-  KOKKOS_INLINE_FUNCTION static acc_type lift(In x, std::size_t) { return x; }
-  KOKKOS_INLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) {
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type identity() { return lowest_value<In>(); }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type lift(In x, std::size_t) { return x; }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) {
     return (a > b || a != a) ? a : b;
   }
-  KOKKOS_INLINE_FUNCTION static result_type finalize(acc_type a, std::size_t) { return a; }
+  KOKKOS_FORCEINLINE_FUNCTION static result_type finalize(acc_type a, std::size_t) { return a; }
 };
 
 template <dtype In>
@@ -97,12 +97,12 @@ struct min_reducer {
   static constexpr bool needs_elements = true;
   using result_type = In;
   using acc_type = In;
-  KOKKOS_INLINE_FUNCTION static acc_type identity() { return highest_value<In>(); }
-  KOKKOS_INLINE_FUNCTION static acc_type lift(In x, std::size_t) { return x; }
-  KOKKOS_INLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) {
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type identity() { return highest_value<In>(); }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type lift(In x, std::size_t) { return x; }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) {
     return (a < b || a != a) ? a : b;
   }
-  KOKKOS_INLINE_FUNCTION static result_type finalize(acc_type a, std::size_t) { return a; }
+  KOKKOS_FORCEINLINE_FUNCTION static result_type finalize(acc_type a, std::size_t) { return a; }
 };
 
 template <dtype In>
@@ -111,10 +111,10 @@ struct any_reducer {
   static constexpr bool needs_elements = false;
   using result_type = bool;
   using acc_type = bool;
-  KOKKOS_INLINE_FUNCTION static acc_type identity() { return false; }
-  KOKKOS_INLINE_FUNCTION static acc_type lift(In x, std::size_t) { return x != In(0); }
-  KOKKOS_INLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) { return a || b; }
-  KOKKOS_INLINE_FUNCTION static result_type finalize(acc_type a, std::size_t) { return a; }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type identity() { return false; }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type lift(In x, std::size_t) { return x != In(0); }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) { return a || b; }
+  KOKKOS_FORCEINLINE_FUNCTION static result_type finalize(acc_type a, std::size_t) { return a; }
 };
 
 template <dtype In>
@@ -123,10 +123,10 @@ struct all_reducer {
   static constexpr bool needs_elements = false;
   using result_type = bool;
   using acc_type = bool;
-  KOKKOS_INLINE_FUNCTION static acc_type identity() { return true; }
-  KOKKOS_INLINE_FUNCTION static acc_type lift(In x, std::size_t) { return x != In(0); }
-  KOKKOS_INLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) { return a && b; }
-  KOKKOS_INLINE_FUNCTION static result_type finalize(acc_type a, std::size_t) { return a; }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type identity() { return true; }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type lift(In x, std::size_t) { return x != In(0); }
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) { return a && b; }
+  KOKKOS_FORCEINLINE_FUNCTION static result_type finalize(acc_type a, std::size_t) { return a; }
 };
 
 // argmax/argmin: the first position of the extreme value; a NaN counts as the extreme (NumPy).
@@ -142,13 +142,13 @@ struct arg_reducer {
   static constexpr bool needs_elements = true;
   using result_type = std::int64_t;
   using acc_type = value_and_position<In>;
-  KOKKOS_INLINE_FUNCTION static acc_type identity() {
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type identity() {
     return {Max ? lowest_value<In>() : highest_value<In>(), std::numeric_limits<std::int64_t>::max()};
   }
-  KOKKOS_INLINE_FUNCTION static acc_type lift(In x, std::size_t pos) {
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type lift(In x, std::size_t pos) {
     return {x, static_cast<std::int64_t>(pos)};
   }
-  KOKKOS_INLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) {
+  KOKKOS_FORCEINLINE_FUNCTION static acc_type combine(acc_type a, acc_type b) {
     const bool a_nan = a.value != a.value, b_nan = b.value != b.value;
     if (a_nan || b_nan) {
       if (a_nan && b_nan) return a.position <= b.position ? a : b;
@@ -159,7 +159,7 @@ struct arg_reducer {
     if (b.value == a.value && b.position < a.position) return b;
     return a;
   }
-  KOKKOS_INLINE_FUNCTION static result_type finalize(acc_type a, std::size_t) { return a.position; }
+  KOKKOS_FORCEINLINE_FUNCTION static result_type finalize(acc_type a, std::size_t) { return a.position; }
 };
 
 template <dtype In>

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kax/expr/concepts.hpp"
+#include "kax/expr/detail/row.hpp"
 
 namespace kax {
 
@@ -18,8 +19,9 @@ struct ScalarExpr : expression_base {
 
   shape<0> extents() const { return {}; }
   bool is_flat() const { return true; }
-  KOKKOS_INLINE_FUNCTION T evaluate(const multi_index<0>&) const { return value; }
-  KOKKOS_INLINE_FUNCTION T evaluate_flat(std::size_t) const { return value; }
+  KOKKOS_FORCEINLINE_FUNCTION T evaluate(const multi_index<0>&) const { return value; }
+  KOKKOS_FORCEINLINE_FUNCTION T evaluate_flat(std::size_t) const { return value; }
+  detail::constant_row<T> row(const multi_index<0>&) const { return {value}; }
   bool conflicts(const detail::buffer_span&, bool) const { return false; }
 };
 

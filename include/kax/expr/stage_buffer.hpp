@@ -15,6 +15,7 @@
 
 #include "kax/core/array.hpp"
 #include "kax/expr/concepts.hpp"
+#include "kax/expr/detail/row.hpp"
 
 namespace kax {
 
@@ -53,6 +54,12 @@ struct stage_buffer {
     std::size_t off = 0;
     for (std::size_t k = 0; k < R; ++k) off += i[k] * strides[k];
     return values.data()[off];
+  }
+  detail::strided_row<T> row(const multi_index<R>& i) const {
+    std::size_t off = 0;
+    for (std::size_t k = 0; k + 1 < R; ++k) off += i[k] * strides[k];
+    if constexpr (R == 0) return {values.data(), 1};  // read at 0 only
+    else return {values.data() + off, strides[R - 1]};
   }
   KOKKOS_INLINE_FUNCTION T read_flat(std::size_t n) const { return values.data()[R == 0 ? 0 : n]; }
 };

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kax/expr/concepts.hpp"
+#include "kax/expr/detail/row.hpp"
 
 namespace kax {
 
@@ -18,11 +19,15 @@ struct UnaryExpr : expression_base {
 
   shape<rank> extents() const { return arg.extents(); }
   bool is_flat() const { return arg.is_flat(); }
-  KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
     return Op::apply(static_cast<operand_type>(arg.evaluate(i)));
   }
-  KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
     return Op::apply(static_cast<operand_type>(arg.evaluate_flat(n)));
+  }
+  auto row(const multi_index<rank>& i) const {
+    auto a = detail::row_of(arg, i);
+    return detail::unary_row<Op, operand_type, decltype(a)>{a};
   }
   // The operands, for the planner's walks (plan/stages.hpp).
   template <class F>

@@ -3,6 +3,7 @@
 
 #include "kax/expr/as_expr.hpp"
 #include "kax/expr/broadcast.hpp"
+#include "kax/expr/detail/row.hpp"
 
 namespace kax {
 
@@ -33,16 +34,23 @@ struct WhereExpr : expression_base {
     return detail::flat_operand(cond, ext) && detail::flat_operand(on_true, ext) &&
            detail::flat_operand(on_false, ext);
   }
-  KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
     // Both branches are evaluated (branch-free, so the loop vectorizes), as XLA's select does.
     const value_type t = static_cast<value_type>(on_true.evaluate(detail::project_index(i, akeep)));
     const value_type f = static_cast<value_type>(on_false.evaluate(detail::project_index(i, bkeep)));
     return static_cast<bool>(cond.evaluate(detail::project_index(i, ckeep))) ? t : f;
   }
-  KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
     const value_type t = static_cast<value_type>(on_true.evaluate_flat(n));
     const value_type f = static_cast<value_type>(on_false.evaluate_flat(n));
     return static_cast<bool>(cond.evaluate_flat(n)) ? t : f;
+  }
+  auto row(const multi_index<rank>& i) const {
+    auto c = detail::row_of(cond, detail::project_index(i, ckeep));
+    auto a = detail::row_of(on_true, detail::project_index(i, akeep));
+    auto b = detail::row_of(on_false, detail::project_index(i, bkeep));
+    return detail::where_row<value_type, decltype(c), decltype(a), decltype(b)>{
+        c, a, b, detail::last_keep(ckeep), detail::last_keep(akeep), detail::last_keep(bkeep)};
   }
   // The operands, for the planner's walks (plan/stages.hpp).
   template <class F>

@@ -25,13 +25,6 @@
 
 namespace kax {
 
-namespace detail {
-template <class X>
-struct is_array_leaf : std::false_type {};
-template <class T, std::size_t R, class M>
-struct is_array_leaf<ArrayLeaf<T, R, M>> : std::true_type {};
-}  // namespace detail
-
 template <expression A, expression B, std::size_t NL, std::size_t NO>
 struct ContractExpr : expression_base, materialization_base {
   using product_type = BinaryExpr<detail::mul_op, LabelExpr<NL, A>, LabelExpr<NL, B>>;
@@ -61,8 +54,9 @@ struct ContractExpr : expression_base, materialization_base {
 
   shape<NO> extents() const { return reduce.ext; }
   bool is_flat() const { return true; }
-  KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<NO>& i) const { return buffer.read(i); }
-  KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const { return buffer.read_flat(n); }
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate(const multi_index<NO>& i) const { return buffer.read(i); }
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const { return buffer.read_flat(n); }
+  auto row(const multi_index<NO>& i) const { return buffer.row(i); }
   bool conflicts(const detail::buffer_span&, bool) const { return false; }
   bool operand_reads(const detail::buffer_span& span) const { return reduce.operand_reads(span); }
 

@@ -37,12 +37,25 @@ struct LabelExpr : expression_base {
 
   shape<NL> extents() const { return ext; }
   bool is_flat() const { return pointwise && arg.is_flat(); }
-  KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<NL>& i) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate(const multi_index<NL>& i) const {
     multi_index<arg_rank> c{};
     for (std::size_t k = 0; k < arg_rank; ++k) c[k] = live[k] ? i[label[k]] : 0;
     return arg.evaluate(c);
   }
-  KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const { return arg.evaluate_flat(n); }
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const { return arg.evaluate_flat(n); }
+  // An array operand's row along the last label: a pointer and the summed strides of the axes
+  // with that label (one axis: a strided walk; "ii": the diagonal; none: a constant).
+  auto row(const multi_index<NL>& i) const
+    requires(detail::is_array_leaf<E>::value)
+  {
+    std::size_t off = 0, stride = 0;
+    for (std::size_t k = 0; k < arg_rank; ++k) {
+      if (!live[k]) continue;
+      if (label[k] == NL - 1) stride += arg.strides[k];
+      else off += i[label[k]] * arg.strides[k];
+    }
+    return detail::strided_row<value_type>{arg.view.data() + off, stride};
+  }
   template <class F>
   void for_each_child(F&& f) const {
     f(arg);

@@ -32,11 +32,15 @@ struct BroadcastToExpr : expression_base {
     if constexpr (rank_of<E> == R2) return arg.is_flat() && arg.extents() == ext;
     else return false;
   }
-  KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<R2>& i) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate(const multi_index<R2>& i) const {
     return arg.evaluate(detail::project_index(i, keep));
   }
-  KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
     return arg.evaluate_flat(R2 == 0 ? 0 : n);
+  }
+  auto row(const multi_index<R2>& i) const {
+    auto a = detail::row_of(arg, detail::project_index(i, keep));
+    return detail::scaled_row<decltype(a)>{a, detail::last_keep(keep)};
   }
   // The operands, for the planner's walks (plan/stages.hpp).
   template <class F>

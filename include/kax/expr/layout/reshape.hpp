@@ -51,14 +51,14 @@ struct ReshapeExpr : expression_base {
 
   shape<R2> extents() const { return ext; }
   bool is_flat() const { return arg_flat; }
-  KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<R2>& i) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate(const multi_index<R2>& i) const {
     std::size_t linear = 0;
     for (std::size_t k = 0; k < R2; ++k) linear += i[k] * out_strides[k];
     if (arg_flat) return arg.evaluate_flat(linear);
     return arg.evaluate(detail::unravel(linear, arg_ext));
   }
   // Rank-0 nodes must not depend on n (they broadcast against anything).
-  KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
     return arg.evaluate_flat(R2 == 0 ? 0 : n);
   }
   // The operands, for the planner's walks (plan/stages.hpp).

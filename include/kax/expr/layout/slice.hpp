@@ -52,14 +52,23 @@ struct SliceExpr : expression_base {
       return true;
     }();
   }
-  KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
     multi_index<rank> c{};
     for (std::size_t k = 0; k < rank; ++k)
       c[k] = static_cast<std::size_t>(first[k] + static_cast<std::int64_t>(i[k]) * step[k]);
     return arg.evaluate(c);
   }
-  KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
     return arg.evaluate_flat(rank == 0 ? 0 : n);
+  }
+  auto row(const multi_index<rank>& i) const
+    requires(rank > 0)
+  {
+    multi_index<rank> c{};
+    for (std::size_t k = 0; k + 1 < rank; ++k)
+      c[k] = static_cast<std::size_t>(first[k] + static_cast<std::int64_t>(i[k]) * step[k]);
+    auto a = detail::row_of(arg, c);
+    return detail::affine_row<decltype(a)>{a, first[rank - 1], step[rank - 1]};
   }
   // The operands, for the planner's walks (plan/stages.hpp).
   template <class F>

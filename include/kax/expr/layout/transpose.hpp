@@ -40,13 +40,21 @@ struct TransposeExpr : expression_base {
       if (perm[k] != k) return false;
     return arg.is_flat();
   }
-  KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
     multi_index<rank> c{};
     for (std::size_t k = 0; k < rank; ++k) c[perm[k]] = i[k];
     return arg.evaluate(c);
   }
-  KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
     return arg.evaluate_flat(n);
+  }
+  // A transposed array's row is a strided walk of its memory (other operands: generic rows).
+  auto row(const multi_index<rank>& i) const
+    requires(detail::is_array_leaf<E>::value && rank > 0)
+  {
+    multi_index<rank> c{};
+    for (std::size_t k = 0; k < rank; ++k) c[perm[k]] = i[k];
+    return arg.row_along(c, perm[rank - 1]);
   }
   // The operands, for the planner's walks (plan/stages.hpp).
   template <class F>

@@ -26,13 +26,22 @@ struct UnitAxesExpr : expression_base {
 
   shape<R2> extents() const { return ext; }
   bool is_flat() const { return arg.is_flat(); }
-  KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<R2>& i) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate(const multi_index<R2>& i) const {
     multi_index<arg_rank> c{};
     for (std::size_t k = 0; k < arg_rank; ++k) c[k] = live[k] ? i[src[k]] : 0;
     return arg.evaluate(c);
   }
-  KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
     return arg.evaluate_flat(R2 == 0 ? 0 : n);
+  }
+  // expand_dims/squeeze keep axis order, so the output's last axis is the input's last or none.
+  auto row(const multi_index<R2>& i) const {
+    multi_index<arg_rank> c{};
+    for (std::size_t k = 0; k < arg_rank; ++k) c[k] = live[k] ? i[src[k]] : 0;
+    std::size_t walks = 0;
+    if constexpr (arg_rank > 0 && R2 > 0) walks = live[arg_rank - 1] && src[arg_rank - 1] == R2 - 1 ? 1 : 0;
+    auto a = detail::row_of(arg, c);
+    return detail::scaled_row<decltype(a)>{a, walks};
   }
   // The operands, for the planner's walks (plan/stages.hpp).
   template <class F>
