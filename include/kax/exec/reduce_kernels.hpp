@@ -18,8 +18,19 @@
 
 namespace kax::detail {
 
+// Folds L lanes (a power of two) in halves: lanes[l] += lanes[l + L/2], ...; each step vectorizes.
+template <class Red, std::size_t L, class Acc>
+[[gnu::always_inline]] inline Acc fold_lanes(Acc* lanes) {
+  for (std::size_t s = L / 2; s > 0; s /= 2) {
+#pragma omp simd
+    for (std::size_t l = 0; l < s; ++l) lanes[l] = Red::combine(lanes[l], lanes[l + s]);
+  }
+  return lanes[0];
+}
+
 template <class Acc>
 inline constexpr std::size_t reduce_lanes = std::clamp<std::size_t>(256 / sizeof(Acc), 4, 64);
+static_assert(reduce_lanes<float> == 64 && reduce_lanes<double> == 32, "kax: lane counts are powers of two");
 
 // Combines acc[0..n) pairwise into acc[0] (order-preserving: left before right).
 template <class Red, class Acc>
@@ -91,8 +102,7 @@ struct reduce_host_kernel {
     }
     for (std::size_t l = 0; q < end; ++q, ++l)
       lanes[l] = Red::combine(lanes[l], Red::lift(expr.evaluate_flat(q), q));
-    pairwise_combine<Red>(lanes, L);
-    store(0, w, lanes[0]);
+    store(0, w, fold_lanes<Red, L>(lanes));
   }
 
   void run_inner(std::size_t w) const {
@@ -118,8 +128,7 @@ struct reduce_host_kernel {
         else segment<false>(lanes, idx, a, j0, j1, q - j0);
         q += j1 - j0;
       }
-      pairwise_combine<Red>(lanes, L);
-      store(o, w, lanes[0]);
+      store(o, w, fold_lanes<Red, L>(lanes));
     }
   }
 

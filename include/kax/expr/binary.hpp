@@ -45,10 +45,9 @@ struct BinaryExpr : expression_base {
                      static_cast<operand_type>(rhs.evaluate_flat(n)));
   }
   auto row(const multi_index<rank>& i) const {
-    auto l = detail::row_of(lhs, detail::project_index(i, lkeep));
-    auto r = detail::row_of(rhs, detail::project_index(i, rkeep));
-    return detail::binary_row<Op, operand_type, decltype(l), decltype(r)>{l, r, detail::last_keep(lkeep),
-                                                                          detail::last_keep(rkeep)};
+    auto l = detail::operand_row(detail::row_of(lhs, detail::project_index(i, lkeep)), lkeep);
+    auto r = detail::operand_row(detail::row_of(rhs, detail::project_index(i, rkeep)), rkeep);
+    return detail::binary_row<Op, operand_type, decltype(l), decltype(r)>{l, r};
   }
   // The operands, for the planner's walks (plan/stages.hpp).
   template <class F>

@@ -11,6 +11,7 @@
 
 #include "kax/core/config.hpp"
 #include "kax/core/dtype.hpp"
+#include "kax/expr/detail/libmvec.hpp"
 #include "kax/expr/detail/vector_math.hpp"
 
 namespace kax::detail {
@@ -178,12 +179,14 @@ struct ceil_op : floating {
   KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) { return kmath::ceil(a); }
 };
 
-// Transcendentals: vectorizable kax implementations on the host, Kokkos' on devices.
+// Transcendentals: on the host, glibc's libmvec for float where available (detail/libmvec.hpp)
+// and kax's vectorizable vmath otherwise; Kokkos' math on devices.
 struct sin_op : floating {
   static constexpr const char* name = "kax::sin";
   template <class T>
   KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) {
     if constexpr (on_device()) return kmath::sin(a);
+    else if constexpr (std::is_same_v<T, float> && libmvec::available) return libmvec::kax_libmvec_sinf(a);
     else return vmath::sin(a);
   }
 };
@@ -192,6 +195,7 @@ struct cos_op : floating {
   template <class T>
   KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) {
     if constexpr (on_device()) return kmath::cos(a);
+    else if constexpr (std::is_same_v<T, float> && libmvec::available) return libmvec::kax_libmvec_cosf(a);
     else return vmath::cos(a);
   }
 };
@@ -200,6 +204,7 @@ struct exp_op : floating {
   template <class T>
   KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) {
     if constexpr (on_device()) return kmath::exp(a);
+    else if constexpr (std::is_same_v<T, float> && libmvec::available) return libmvec::kax_libmvec_expf(a);
     else return vmath::exp(a);
   }
 };
@@ -208,6 +213,7 @@ struct log_op : floating {
   template <class T>
   KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) {
     if constexpr (on_device()) return kmath::log(a);
+    else if constexpr (std::is_same_v<T, float> && libmvec::available) return libmvec::kax_libmvec_logf(a);
     else return vmath::log(a);
   }
 };
@@ -216,6 +222,7 @@ struct tanh_op : floating {
   template <class T>
   KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) {
     if constexpr (on_device()) return kmath::tanh(a);
+    else if constexpr (std::is_same_v<T, float> && libmvec::available && libmvec::has_tanh) return libmvec::kax_libmvec_tanhf(a);
     else return vmath::tanh(a);
   }
 };

@@ -44,7 +44,7 @@ auto make_reduce(const char* who, const X& x, A... a) {
   using E = expr_t<X>;
   constexpr std::size_t R = rank_of<E>;
   constexpr std::size_t given = count_axes<A...>;
-  static_assert(given <= R, "kax reduction: more axes than the operand's rank");
+  static_assert(given <= R, "kax::sum/mean/prod/max/min/any/all/argmax/argmin: more axes than the operand's rank");
   constexpr std::size_t NR = given == 0 ? R : given;  // no axes: reduce over all of them
   constexpr bool keep = ends_with_keepdims<A...>;
   std::array<std::size_t, NR> axes{};

@@ -44,8 +44,10 @@ struct stage_buffer {
   explicit stage_buffer(const shape<R>& s)
       : values(Kokkos::view_alloc(std::string("kax::stage"), Kokkos::WithoutInitializing),
                size_of(s)),
-        stamp("kax::stage stamp"),
-        strides(to_multi_index(row_major_strides(s))) {}
+        stamp(Kokkos::view_alloc(std::string("kax::stage stamp"), Kokkos::WithoutInitializing)),
+        strides(to_multi_index(row_major_strides(s))) {
+    stamp() = 0;  // set on the host: building an expression launches no kernel
+  }
 
   bool computed_in(std::uint64_t epoch) const { return stamp() == epoch; }
   void mark(std::uint64_t epoch) const { stamp() = epoch; }

@@ -46,11 +46,10 @@ struct WhereExpr : expression_base {
     return static_cast<bool>(cond.evaluate_flat(n)) ? t : f;
   }
   auto row(const multi_index<rank>& i) const {
-    auto c = detail::row_of(cond, detail::project_index(i, ckeep));
-    auto a = detail::row_of(on_true, detail::project_index(i, akeep));
-    auto b = detail::row_of(on_false, detail::project_index(i, bkeep));
-    return detail::where_row<value_type, decltype(c), decltype(a), decltype(b)>{
-        c, a, b, detail::last_keep(ckeep), detail::last_keep(akeep), detail::last_keep(bkeep)};
+    auto c = detail::operand_row(detail::row_of(cond, detail::project_index(i, ckeep)), ckeep);
+    auto a = detail::operand_row(detail::row_of(on_true, detail::project_index(i, akeep)), akeep);
+    auto b = detail::operand_row(detail::row_of(on_false, detail::project_index(i, bkeep)), bkeep);
+    return detail::where_row<value_type, decltype(c), decltype(a), decltype(b)>{c, a, b};
   }
   // The operands, for the planner's walks (plan/stages.hpp).
   template <class F>

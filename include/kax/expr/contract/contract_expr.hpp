@@ -4,7 +4,8 @@
 // A materialization point.  Two ways to compute it, chosen at evaluation time from the labels and
 // strides only:
 //   GEMM     host memory, float/double, one summed label K, an output label of A only (M) and of
-//            B only (N) among the last output axes, every other output label a batch label:
+//            B only (N), both longer than 1 (matrix-vector products are reductions), the last
+//            output axis being M or N, every other output label a batch label:
 //            Eigen's GEMM per batch (exec/host_gemm.hpp).  Operands that are not plain arrays of
 //            the result dtype (a * 2, a transposed view that Eigen cannot map) are first
 //            evaluated into a contiguous temporary: O(size) next to the O(M N K) product.
@@ -123,6 +124,10 @@ struct ContractExpr : expression_base, materialization_base {
         if (pa[l] && !pb[l]) r.m = l;
         if (pb[l] && !pa[l]) r.n = l;
       }
+      // Matrix-vector and vector-vector products go to the reduction kernel: it is parallel
+      // and vectorized along K and fuses non-array operands, where Eigen's GEMV is one thread.
+      const shape<NL> ext0 = lhs().ext;
+      if (r.m == NL || r.n == NL || ext0[r.m] == 1 || ext0[r.n] == 1) return std::nullopt;
       if constexpr (NO > 0) {
         const std::size_t last = NO - 1;  // the output's stride-1 axis
         if (last == r.n) r.transposed = true;

@@ -8,11 +8,13 @@
 // rows), so the whole fused expression vectorizes along the row, as Eigen's packet evaluators do.
 // Nodes without a `row(index)` member get generic_row, which falls back to evaluate().
 //
-// Strides are run-time values, so a loop over p[j * stride] compiles to gathers.  Every row
-// therefore also says whether all the memory it walks is contiguous (`unit()`), and converts to
-// a row with stride 1 built into its type (`as_unit()`); kernels test once per row and run the
-// contiguous version when they can (loop versioning by hand: the compiler versions for one
-// stride at most, and a fused expression has one per operand).
+// Every row also offers
+//   broadcast()  the same row held at element 0 (an operand broadcast along the row, NumPy's
+//                extent-1 axis); same type, so broadcasting decided at run time costs no code
+//   unit()       whether every memory walk in it has stride 1 or 0
+//   as_unit()    the row with stride 1 built into its type: contiguous loads instead of
+//                gathers (the compiler versions a loop for one run-time stride at most, and a
+//                fused expression has one per operand); kernels test unit() once per row.
 #pragma once
 
 #include <cstddef>
@@ -27,11 +29,13 @@ template <class E>
 struct generic_row {
   const E* node;
   multi_index<E::rank> base;
-  [[gnu::always_inline]] auto operator()(std::size_t j) const {
+  bool pinned = false;  // broadcast: always element 0
+  auto operator()(std::size_t j) const {
     multi_index<E::rank> i = base;
-    if constexpr (E::rank > 0) i[E::rank - 1] = j;
+    if constexpr (E::rank > 0) i[E::rank - 1] = pinned ? 0 : j;
     return node->evaluate(i);
   }
+  generic_row broadcast() const { return {node, base, true}; }
   bool unit() const { return false; }
   generic_row as_unit() const { return *this; }
 };
@@ -46,13 +50,15 @@ auto row_of(const E& e, const multi_index<E::rank>& i) {
   else return generic_row<E>{&e, i};
 }
 
-// Contiguous memory: element j at p[j].
+// Contiguous memory, or one element repeated: element j at p[j], or p[0] when !walks.
 template <class T>
-struct unit_row {
+struct contiguous_row {
   const T* p;
-  [[gnu::always_inline]] T operator()(std::size_t j) const { return p[j]; }
+  bool walks;
+  [[gnu::always_inline]] T operator()(std::size_t j) const { return walks ? p[j] : p[0]; }
+  contiguous_row broadcast() const { return {p, false}; }
   bool unit() const { return true; }
-  unit_row as_unit() const { return *this; }
+  contiguous_row as_unit() const { return *this; }
 };
 
 // Memory: element j at p[j * stride] (stride 0: one element repeated).
@@ -61,36 +67,18 @@ struct strided_row {
   const T* p;
   std::size_t stride;
   [[gnu::always_inline]] T operator()(std::size_t j) const { return p[j * stride]; }
-  bool unit() const { return stride == 1; }
-  unit_row<T> as_unit() const { return {p}; }
+  strided_row broadcast() const { return {p, 0}; }
+  bool unit() const { return stride <= 1; }
+  contiguous_row<T> as_unit() const { return {p, stride == 1}; }
 };
 
 template <class T>
 struct constant_row {
   T value;
   [[gnu::always_inline]] T operator()(std::size_t) const { return value; }
+  constant_row broadcast() const { return *this; }
   bool unit() const { return true; }
   constant_row as_unit() const { return *this; }
-};
-
-// Element j of the result is element j * scale of `inner`: scale 1 walks, 0 broadcasts.
-template <class Row>
-struct scaled_row {
-  Row inner;
-  std::size_t scale;
-  [[gnu::always_inline]] auto operator()(std::size_t j) const { return inner(j * scale); }
-  bool unit() const { return scale == 0 || inner.unit(); }
-  auto as_unit() const { return scaled_row<decltype(inner.as_unit())>{inner.as_unit(), scale}; }
-};
-
-// Element j of the result is element first + j of `inner`.
-template <class Row>
-struct offset_row {
-  Row inner;
-  std::size_t first;
-  [[gnu::always_inline]] auto operator()(std::size_t j) const { return inner(first + j); }
-  bool unit() const { return inner.unit(); }
-  auto as_unit() const { return offset_row<decltype(inner.as_unit())>{inner.as_unit(), first}; }
 };
 
 // Element j of the result is element first + j * step of `inner` (a slice's last axis).
@@ -102,16 +90,16 @@ struct affine_row {
   [[gnu::always_inline]] auto operator()(std::size_t j) const {
     return inner(static_cast<std::size_t>(first + static_cast<std::int64_t>(j) * step));
   }
-  bool unit() const { return step == 1 && inner.unit(); }
-  auto as_unit() const {
-    return offset_row<decltype(inner.as_unit())>{inner.as_unit(), static_cast<std::size_t>(first)};
-  }
+  affine_row broadcast() const { return {inner, first, 0}; }
+  bool unit() const { return false; }
+  affine_row as_unit() const { return *this; }
 };
 
 template <class Op, class Operand, class Row>
 struct unary_row {
   Row a;
   [[gnu::always_inline]] auto operator()(std::size_t j) const { return Op::apply(static_cast<Operand>(a(j))); }
+  unary_row broadcast() const { return {a.broadcast()}; }
   bool unit() const { return a.unit(); }
   auto as_unit() const { return unary_row<Op, Operand, decltype(a.as_unit())>{a.as_unit()}; }
 };
@@ -120,14 +108,13 @@ template <class Op, class Operand, class L, class R>
 struct binary_row {
   L l;
   R r;
-  std::size_t lk, rk;  // 1 where the operand walks the last axis, 0 where it broadcasts
   [[gnu::always_inline]] auto operator()(std::size_t j) const {
-    return Op::apply(static_cast<Operand>(l(j * lk)), static_cast<Operand>(r(j * rk)));
+    return Op::apply(static_cast<Operand>(l(j)), static_cast<Operand>(r(j)));
   }
-  // An operand that broadcasts along the row is only read at 0, so its stride does not matter.
-  bool unit() const { return (lk == 0 || l.unit()) && (rk == 0 || r.unit()); }
+  binary_row broadcast() const { return {l.broadcast(), r.broadcast()}; }
+  bool unit() const { return l.unit() && r.unit(); }
   auto as_unit() const {
-    return binary_row<Op, Operand, decltype(l.as_unit()), decltype(r.as_unit())>{l.as_unit(), r.as_unit(), lk, rk};
+    return binary_row<Op, Operand, decltype(l.as_unit()), decltype(r.as_unit())>{l.as_unit(), r.as_unit()};
   }
 };
 
@@ -136,31 +123,32 @@ struct where_row {
   C c;
   A a;
   B b;
-  std::size_t ck, ak, bk;
   [[gnu::always_inline]] V operator()(std::size_t j) const {
-    const V t = static_cast<V>(a(j * ak));
-    const V f = static_cast<V>(b(j * bk));
-    return static_cast<bool>(c(j * ck)) ? t : f;
+    const V t = static_cast<V>(a(j));
+    const V f = static_cast<V>(b(j));
+    return static_cast<bool>(c(j)) ? t : f;
   }
-  bool unit() const { return (ck == 0 || c.unit()) && (ak == 0 || a.unit()) && (bk == 0 || b.unit()); }
+  where_row broadcast() const { return {c.broadcast(), a.broadcast(), b.broadcast()}; }
+  bool unit() const { return c.unit() && a.unit() && b.unit(); }
   auto as_unit() const {
     return where_row<V, decltype(c.as_unit()), decltype(a.as_unit()), decltype(b.as_unit())>{
-        c.as_unit(), a.as_unit(), b.as_unit(), ck, ak, bk};
+        c.as_unit(), a.as_unit(), b.as_unit()};
   }
 };
+
+// An operand's row inside a broadcasting node: walked, or held at 0 where the operand's last
+// axis has extent 1 (rank-0 operands never walk).
+template <class Row, std::size_t Rc>
+Row operand_row(const Row& row, const multi_index<Rc>& keep) {
+  if constexpr (Rc == 0) return row.broadcast();
+  else return keep[Rc - 1] ? row : row.broadcast();
+}
 
 // Runs body(row) with the contiguous version of `row` when it has one (see the file comment).
 template <class Row, class Body>
 void with_row(const Row& row, Body&& body) {
   if (row.unit()) body(row.as_unit());
   else body(row);
-}
-
-// The keep flag of an operand's last axis (rank-0 operands never walk).
-template <std::size_t Rc>
-std::size_t last_keep(const multi_index<Rc>& keep) {
-  if constexpr (Rc == 0) return 0;
-  else return keep[Rc - 1];
 }
 
 }  // namespace kax::detail

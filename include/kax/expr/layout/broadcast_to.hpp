@@ -39,8 +39,7 @@ struct BroadcastToExpr : expression_base {
     return arg.evaluate_flat(R2 == 0 ? 0 : n);
   }
   auto row(const multi_index<R2>& i) const {
-    auto a = detail::row_of(arg, detail::project_index(i, keep));
-    return detail::scaled_row<decltype(a)>{a, detail::last_keep(keep)};
+    return detail::operand_row(detail::row_of(arg, detail::project_index(i, keep)), keep);
   }
   // The operands, for the planner's walks (plan/stages.hpp).
   template <class F>

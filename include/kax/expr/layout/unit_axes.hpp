@@ -38,10 +38,10 @@ struct UnitAxesExpr : expression_base {
   auto row(const multi_index<R2>& i) const {
     multi_index<arg_rank> c{};
     for (std::size_t k = 0; k < arg_rank; ++k) c[k] = live[k] ? i[src[k]] : 0;
-    std::size_t walks = 0;
-    if constexpr (arg_rank > 0 && R2 > 0) walks = live[arg_rank - 1] && src[arg_rank - 1] == R2 - 1 ? 1 : 0;
-    auto a = detail::row_of(arg, c);
-    return detail::scaled_row<decltype(a)>{a, walks};
+    bool walks = false;
+    if constexpr (arg_rank > 0 && R2 > 0) walks = live[arg_rank - 1] && src[arg_rank - 1] == R2 - 1;
+    const auto a = detail::row_of(arg, c);
+    return walks ? a : a.broadcast();
   }
   // The operands, for the planner's walks (plan/stages.hpp).
   template <class F>
