@@ -9,9 +9,17 @@ Inputs are rounded to float32, so the float and the double tests read exactly th
 only the arithmetic differs.  References are jax.nn's formulas written in float64 NumPy (no SciPy,
 no JAX): the stable max-subtracted softmax/logsumexp, the overflow-free sigmoid, and gelu's tanh
 approximation and exact erf form (erf from Python's math.erf).
+
+    /usr/bin/python3 scripts/gen_nn_data.py --erf-fit
+prints instead the coefficients of kax's vectorizable erf (include/kax/nn/detail/erf.hpp): the
+Chebyshev fits, computed with mpmath at 50 digits (Debian's python3-mpmath; only this option needs
+it), of P(t) = erf(sqrt t) / sqrt t on t in [0, 1], and of R(s) = v exp(v^2) erfc(v) with
+w = 1/v = c + h s, s in [-1, 1], w in [1/6, 1] (double) or [1/4, 1] (float).  Degrees: the
+smallest whose error, as an error of erf, is below the threshold (3e-18 for double, 5e-10 float).
 """
 import math
 import os
+import sys
 
 import numpy as np
 
@@ -104,5 +112,45 @@ def main():
     write("nn_gelu_erf", gelu_erf(a))
 
 
+def erf_fit():
+    import mpmath as mp  # only for --erf-fit
+
+    mp.mp.dps = 50
+
+    def max_error(f, poly, a, b, weight, n=3000):
+        xs = (a + (b - a) * mp.mpf(i) / n for i in range(n + 1))
+        return max(abs(mp.polyval(poly, x) - f(x)) * weight(x) for x in xs)
+
+    def p_fun(t):
+        return 2 / mp.sqrt(mp.pi) if t == 0 else mp.erf(mp.sqrt(t)) / mp.sqrt(t)
+
+    for dtype, v_max, tol, digits in (("double", 6, 3e-18, 17), ("float", 4, 5e-10, 9)):
+        for n in range(3, 40):  # P: relative error of erf(v) = v P(v^2)
+            p = mp.chebyfit(p_fun, [0, 1], n)
+            if max_error(p_fun, p, 0, 1, lambda t: 1 / p_fun(t)) < tol:
+                break
+        lo, hi = 1 / mp.mpf(v_max), mp.mpf(1)
+        c, h = (lo + hi) / 2, (hi - lo) / 2
+
+        def r_fun(s):
+            v = 1 / (c + h * s)
+            return v * mp.exp(v * v) * mp.erfc(v)
+
+        for n in range(3, 40):  # R: absolute error of erf = exp(-v^2) w R
+            r = mp.chebyfit(r_fun, [-1, 1], n)
+            weight = lambda s: mp.exp(-1 / (c + h * s) ** 2) * (c + h * s)
+            if max_error(r_fun, r, -1, 1, weight) < tol:
+                break
+        cast = (lambda x: float(np.float32(float(x)))) if dtype == "float" else float
+        suffix = "f" if dtype == "float" else ""
+        for name, poly, where in (("p", p, "t in [0, 1]"),
+                                  ("r", r, "c = %s, h = %s" % (mp.nstr(c, 17), mp.nstr(h, 17)))):
+            body = ", ".join(("%." + str(digits) + "g" + suffix) % cast(x) for x in poly)
+            print("%s_%s (degree %d, %s): {%s}" % (name, dtype, len(poly) - 1, where, body))
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--erf-fit"]:
+        erf_fit()
+    else:
+        main()

@@ -23,5 +23,6 @@
 #include "kax/expr/operators.hpp"
 #include "kax/expr/contractions.hpp"
 #include "kax/expr/reductions.hpp"
+#include "kax/nn.hpp"
 #include "kax/plan/elementwise_plan.hpp"
 #include "kax/plan/plan_of.hpp"

@@ -29,13 +29,20 @@ auto silu(const X& x) {
   return kax::detail::make_unary<detail::silu_op>(x);
 }
 
-// jax.nn.gelu(x, approximate=True): the tanh approximation by default, the exact
-// x * (1 + erf(x / sqrt(2))) / 2 with approximate = false.
+// jax.nn.gelu(x): the tanh approximation, JAX's default.
 template <array_operand X>
-auto gelu(const X& x, bool approximate = true) {
-  detail::gelu_op op;
-  op.approximate = approximate;
-  return detail::ParamUnaryExpr<detail::gelu_op, expr_t<X>>(as_expr(x), op);
+auto gelu(const X& x) {
+  return kax::detail::make_unary<detail::gelu_tanh_op>(x);
+}
+
+// jax.nn.gelu(x, approximate): the tanh approximation, or with approximate = false the exact
+// x * (1 + erf(x / sqrt(2))) / 2.  Same values as gelu(x) for approximate = true; the flag is
+// known only at run time, so on the host both forms are computed and one selected (about twice
+// the work of gelu(x); see detail/ops.hpp for why not a branch).
+template <array_operand X>
+auto gelu(const X& x, bool approximate) {
+  return detail::ParamUnaryExpr<detail::gelu_op, expr_t<X>>(as_expr(x),
+                                                            detail::gelu_op(approximate));
 }
 
 }  // namespace kax::nn

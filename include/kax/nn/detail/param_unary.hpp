@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "kax/expr/concepts.hpp"
+#include "kax/expr/detail/row.hpp"
 
 namespace kax::nn::detail {
 
@@ -23,11 +24,27 @@ struct ParamUnaryExpr : expression_base {
 
   shape<rank> extents() const { return arg.extents(); }
   bool is_flat() const { return arg.is_flat(); }
-  KOKKOS_INLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const {
     return op.apply(static_cast<operand_type>(arg.evaluate(i)));
   }
-  KOKKOS_INLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
     return op.apply(static_cast<operand_type>(arg.evaluate_flat(n)));
+  }
+  // Row evaluator (expr/detail/row.hpp): the op applied to the operand's row.
+  template <class Row>
+  struct row_type {
+    Row a;
+    Op op;
+    [[gnu::always_inline]] value_type operator()(std::size_t j) const {
+      return op.apply(static_cast<operand_type>(a(j)));
+    }
+    row_type broadcast() const { return {a.broadcast(), op}; }
+    bool unit() const { return a.unit(); }
+    auto as_unit() const { return row_type<decltype(a.as_unit())>{a.as_unit(), op}; }
+  };
+  auto row(const multi_index<rank>& i) const {
+    auto a = kax::detail::row_of(arg, i);
+    return row_type<decltype(a)>{a, op};
   }
   // The operand, for the planner's walks (plan/stages.hpp).
   template <class F>
