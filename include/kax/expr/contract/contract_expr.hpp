@@ -128,11 +128,16 @@ struct ContractExpr : expression_base, materialization_base {
       // and vectorized along K and fuses non-array operands, where Eigen's GEMV is one thread.
       const shape<NL> ext0 = lhs().ext;
       if (r.m == NL || r.n == NL || ext0[r.m] == 1 || ext0[r.n] == 1) return std::nullopt;
-      if constexpr (NO > 0) {
-        const std::size_t last = NO - 1;  // the output's stride-1 axis
-        if (last == r.n) r.transposed = true;
-        else if (last != r.m && reduce.ext[last] != 1) return std::nullopt;
-      }
+      // The output is row-major: its last axis of extent > 1 is the one with stride 1, and it
+      // must be M (C column-major) or N (C^T column-major); trailing unit axes do not count.
+      std::size_t last = NO;
+      for (std::size_t l = NO; l-- > 0;)
+        if (reduce.ext[l] > 1) {
+          last = l;
+          break;
+        }
+      if (last == r.n) r.transposed = true;
+      else if (last != r.m) return std::nullopt;
       const shape<NL> ext = lhs().ext;
       auto direct = [&](const std::array<std::ptrdiff_t, NL>& s, std::size_t rows_l, std::size_t cols_l) {
         const std::size_t rows = rows_l == NL ? 1 : ext[rows_l], cols = cols_l == NL ? 1 : ext[cols_l];
@@ -179,13 +184,13 @@ struct ContractExpr : expression_base, materialization_base {
     if (r.copy_a) {
       ta = copy_operand(space, lhs().arg, epoch);
       pa = ta.data();
-    } else if constexpr (plain_leaf<A>) {
+    } else if constexpr (plain_leaf<A> && std::is_same_v<value_type_of<A>, T>) {
       pa = lhs().arg.view.data();
     }
     if (r.copy_b) {
       tb = copy_operand(space, rhs().arg, epoch);
       pb = tb.data();
-    } else if constexpr (plain_leaf<B>) {
+    } else if constexpr (plain_leaf<B> && std::is_same_v<value_type_of<B>, T>) {
       pb = rhs().arg.view.data();
     }
     std::array<std::ptrdiff_t, NL> sa{}, sb{}, sc{};

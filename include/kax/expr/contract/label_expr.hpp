@@ -51,8 +51,11 @@ struct LabelExpr : expression_base {
     std::size_t off = 0, stride = 0;
     for (std::size_t k = 0; k < arg_rank; ++k) {
       if (!live[k]) continue;
-      if (label[k] == NL - 1) stride += arg.strides[k];
-      else off += i[label[k]] * arg.strides[k];
+      if (label[k] == NL - 1) {
+        stride += arg.strides[k];
+      } else {
+        if constexpr (NL > 1) off += i[label[k]] * arg.strides[k];  // NL == 1: never reached
+      }
     }
     return detail::strided_row<value_type>{arg.view.data() + off, stride};
   }
