@@ -19,13 +19,32 @@
 namespace kax::detail {
 
 // Folds L lanes (a power of two) in halves: lanes[l] += lanes[l + L/2], ...; each step vectorizes.
+// (Each step's width is a compile-time constant, so the steps unroll into register shuffles.)
+template <class Red, std::size_t S, class Acc>
+[[gnu::always_inline]] inline void fold_step(Acc* lanes) {
+  for (std::size_t l = 0; l < S; ++l) lanes[l] = Red::combine(lanes[l], lanes[l + S]);
+  if constexpr (S > 1) fold_step<Red, S / 2>(lanes);
+}
 template <class Red, std::size_t L, class Acc>
 [[gnu::always_inline]] inline Acc fold_lanes(Acc* lanes) {
-  for (std::size_t s = L / 2; s > 0; s /= 2) {
-#pragma omp simd
-    for (std::size_t l = 0; l < s; ++l) lanes[l] = Red::combine(lanes[l], lanes[l + s]);
-  }
+  if constexpr (L > 1) fold_step<Red, L / 2>(lanes);
   return lanes[0];
+}
+
+// Reduces row(j) for j in [0, n) (positions pos0 + j) in LL lanes held in registers.
+template <class Red, std::size_t LL, class Row>
+[[gnu::always_inline]] inline typename Red::acc_type reduce_row(const Row& row, std::size_t n,
+                                                                std::size_t pos0) {
+  using acc_type = typename Red::acc_type;
+  acc_type acc[LL];
+  for (std::size_t l = 0; l < LL; ++l) acc[l] = Red::identity();
+  std::size_t j = 0;
+  for (; j + LL <= n; j += LL) {
+#pragma omp simd
+    for (std::size_t l = 0; l < LL; ++l) acc[l] = Red::combine(acc[l], Red::lift(row(j + l), pos0 + j + l));
+  }
+  for (std::size_t l = 0; j < n; ++j, ++l) acc[l] = Red::combine(acc[l], Red::lift(row(j), pos0 + j));
+  return fold_lanes<Red, LL>(acc);
 }
 
 template <class Acc>
@@ -58,24 +77,28 @@ struct reduce_host_kernel {
   }
 
   // Positions [j0, j1) of the last reduced axis (axis `a`; R - 1 when Last), base position pos0.
-  template <bool Last>
+  template <bool Last, std::size_t LL>
   void segment(acc_type* lanes, const multi_index<R>& idx, std::size_t a, std::size_t j0,
                std::size_t j1, std::size_t pos0) const {
     if constexpr (R > 0 && Last) {
       with_row(row_of(expr, idx), [&](const auto& row) {
+        // A local copy of the lanes, which does not escape, stays in vector registers.
+        acc_type acc[LL];
+        for (std::size_t l = 0; l < LL; ++l) acc[l] = lanes[l];
         std::size_t j = j0;
-        for (; j + L <= j1; j += L) {
+        for (; j + LL <= j1; j += LL) {
 #pragma omp simd
-          for (std::size_t l = 0; l < L; ++l)
-            lanes[l] = Red::combine(lanes[l], Red::lift(row(j + l), pos0 + j + l));
+          for (std::size_t l = 0; l < LL; ++l)
+            acc[l] = Red::combine(acc[l], Red::lift(row(j + l), pos0 + j + l));
         }
-        for (std::size_t l = 0; j < j1; ++j, ++l) lanes[l] = Red::combine(lanes[l], Red::lift(row(j), pos0 + j));
+        for (std::size_t l = 0; j < j1; ++j, ++l) acc[l] = Red::combine(acc[l], Red::lift(row(j), pos0 + j));
+        for (std::size_t l = 0; l < LL; ++l) lanes[l] = acc[l];
       });
     } else if constexpr (R > 0) {
       std::size_t j = j0;
-      for (; j + L <= j1; j += L) {
+      for (; j + LL <= j1; j += LL) {
 #pragma omp simd
-        for (std::size_t l = 0; l < L; ++l) {
+        for (std::size_t l = 0; l < LL; ++l) {
           multi_index<R> il = idx;
           il[Last ? R - 1 : a] = j + l;
           lanes[l] = Red::combine(lanes[l], Red::lift(expr.evaluate(il), pos0 + j + l));
@@ -105,16 +128,30 @@ struct reduce_host_kernel {
     store(0, w, fold_lanes<Red, L>(lanes));
   }
 
+  // Short rows (softmax's 1024, a matrix-vector product's 256) take half the lanes: the
+  // lanes' set-up and fold would otherwise cost as much as the row itself.
+  static constexpr std::size_t L_short = L / 2 < 4 ? 4 : L / 2;
+
   void run_inner(std::size_t w) const {
+    if (g.inner < 32 * L) run_inner_lanes<L_short>(w);
+    else run_inner_lanes<L>(w);
+  }
+
+  template <std::size_t LL>
+  void run_inner_lanes(std::size_t w) const {
     if constexpr (NR > 0) {
+      if (g.rows_per_item > 1) {
+        run_inner_rows<LL>(w);
+        return;
+      }
       const std::size_t o = w / g.blocks, p = w % g.blocks;
       multi_index<R> idx{};
       const multi_index<K> kept = unravel(o, g.kept_ext);
       for (std::size_t k = 0; k < K; ++k) idx[g.kept_axes[k]] = kept[k];
       const std::size_t begin = p * g.block;
       const std::size_t end = std::min(g.n_red, begin + g.block);
-      acc_type lanes[L];
-      for (std::size_t l = 0; l < L; ++l) lanes[l] = Red::identity();
+      acc_type lanes[LL];
+      for (std::size_t l = 0; l < LL; ++l) lanes[l] = Red::identity();
       const std::size_t a = g.red_axes[NR - 1];
       for (std::size_t q = begin; q < end;) {
         const std::size_t row = q / g.inner, j0 = q - row * g.inner;
@@ -124,11 +161,55 @@ struct reduce_host_kernel {
           idx[g.red_axes[k]] = r % g.red_ext[k];
           r /= g.red_ext[k];
         }
-        if (g.inner_is_last) segment<true>(lanes, idx, a, j0, j1, q - j0);
-        else segment<false>(lanes, idx, a, j0, j1, q - j0);
+        if (g.inner_is_last) segment<true, LL>(lanes, idx, a, j0, j1, q - j0);
+        else segment<false, LL>(lanes, idx, a, j0, j1, q - j0);
         q += j1 - j0;
       }
-      store(o, w, fold_lanes<Red, L>(lanes));
+      store(o, w, fold_lanes<Red, LL>(lanes));
+    }
+  }
+
+  // Work item w covers output elements [w * rows_per_item, ...), each reduced whole (one block):
+  // the kept index advances as an odometer, and a single reduced axis needs no division at all.
+  template <std::size_t LL>
+  void run_inner_rows(std::size_t w) const {
+    if constexpr (NR > 0) {
+      const std::size_t o0 = w * g.rows_per_item;
+      const std::size_t o1 = std::min(g.n_out, o0 + g.rows_per_item);
+      multi_index<R> idx{};
+      const multi_index<K> kept = unravel(o0, g.kept_ext);
+      for (std::size_t k = 0; k < K; ++k) idx[g.kept_axes[k]] = kept[k];
+      const std::size_t a = g.red_axes[NR - 1];
+      for (std::size_t o = o0; o < o1; ++o) {
+        acc_type lanes[LL];
+        for (std::size_t l = 0; l < LL; ++l) lanes[l] = Red::identity();
+        if constexpr (NR == 1 && R > 0) {
+          if (g.inner_is_last) {
+            // The common case (a row reduction): the whole row in registers, one call.
+            out[o] = Red::finalize(
+                with_row(row_of(expr, idx), [&](const auto& row) { return reduce_row<Red, LL>(row, g.inner, 0); }),
+                g.n_red);
+          } else {
+            segment<false, LL>(lanes, idx, a, 0, g.inner, 0);
+            out[o] = Red::finalize(fold_lanes<Red, LL>(lanes), g.n_red);
+          }
+        } else {
+          for (std::size_t row = 0, q = 0; q < g.n_red; ++row, q += g.inner) {
+            std::size_t r = row;
+            for (std::size_t k = NR - 1; k-- > 0;) {
+              idx[g.red_axes[k]] = r % g.red_ext[k];
+              r /= g.red_ext[k];
+            }
+            if (g.inner_is_last) segment<true, LL>(lanes, idx, a, 0, g.inner, q);
+            else segment<false, LL>(lanes, idx, a, 0, g.inner, q);
+          }
+          out[o] = Red::finalize(fold_lanes<Red, LL>(lanes), g.n_red);
+        }
+        for (std::size_t k = K; k-- > 0;) {  // odometer over the kept axes
+          if (++idx[g.kept_axes[k]] < g.kept_ext[k]) break;
+          idx[g.kept_axes[k]] = 0;
+        }
+      }
     }
   }
 
@@ -245,6 +326,7 @@ void run_reduce(const ExecSpace& space, const E& expr, reduce_geometry<R, NR> g,
   if (g.n_out == 0) return;
   if constexpr (!runs_on_host<ExecSpace>) {
     if (g.kind == reduce_kind::outer) g.kind = reduce_kind::inner;
+    g.rows_per_item = 1;
     g.block = 1024;
     g.blocks = g.n_red <= g.block ? 1 : (g.n_red + g.block - 1) / g.block;
   }

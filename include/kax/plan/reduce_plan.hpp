@@ -13,6 +13,7 @@
 // error ~ (block/L + log2 L + log2 blocks) * eps instead of n * eps.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 
@@ -49,12 +50,13 @@ struct reduce_geometry {
   std::size_t blocks = 1;    // blocks per output element
   std::size_t block = 1;     // reduced positions per block
   std::size_t chunks = 1;    // column chunks per output row (outer)
+  std::size_t rows_per_item = 1;  // output elements per work item (inner, one block each)
   bool inner_is_last = false;  // the last reduced axis is the operand's last axis
 
   // Work items of the first kernel.
   std::size_t items() const {
     if (kind == reduce_kind::outer) return (n_out / inner) * chunks * blocks;
-    return n_out * blocks;
+    return (n_out + rows_per_item - 1) / rows_per_item * blocks;
   }
 };
 
@@ -91,6 +93,10 @@ reduce_geometry<R, NR> plan_reduce(const shape<R>& in, const std::array<std::siz
   }
   g.block = g.kind == reduce_kind::outer ? reduce_block_rows : reduce_block;
   g.blocks = g.n_red <= g.block ? 1 : (g.n_red + g.block - 1) / g.block;
+  // Short reductions (a row of 256) are grouped so that a work item has ~4096 elements of work:
+  // per-item set-up (index arithmetic, a kernel call) would otherwise rival the reduction itself.
+  if (g.kind == reduce_kind::inner && g.blocks == 1)
+    g.rows_per_item = std::max<std::size_t>(1, 4096 / std::max<std::size_t>(1, g.n_red));
   return g;
 }
 

@@ -146,9 +146,9 @@ Row operand_row(const Row& row, const multi_index<Rc>& keep) {
 
 // Runs body(row) with the contiguous version of `row` when it has one (see the file comment).
 template <class Row, class Body>
-void with_row(const Row& row, Body&& body) {
-  if (row.unit()) body(row.as_unit());
-  else body(row);
+auto with_row(const Row& row, Body&& body) {
+  if (row.unit()) return body(row.as_unit());
+  else return body(row);
 }
 
 }  // namespace kax::detail
