@@ -39,11 +39,14 @@ int main(int argc, char* argv[]) {
   kax::Array<float, 2> y = y_expr;
   double s = 0;
   for (std::size_t d = 0; d < D; ++d) s += double(x(1234, d)) * w(d, 0);
-  std::printf("y(1234, 7) = %.6f (by hand: %.6f)\n", y(1234, 7), s + std::sin(double(x(1234, 7))));
+  const double by_hand = s + std::sin(double(x(1234, 7)));
+  std::printf("y(1234, 7) = %.6f (by hand: %.6f)\n", y(1234, 7), by_hand);
+  bool ok = std::abs(y(1234, 7) - by_hand) < 1e-4 * (1 + std::abs(by_hand));
+  ok = ok && total() == 66.0 && col_means(3) == 7.0 && row_max(2, 0) == 11.0 && where_max(1) == 2;
 
   // einsum with a compile-time subscript string.
   kax::Array<float, 2> gram = kax::einsum<"bi,bj->ij">(x, x);
   std::printf("\ngram = einsum<\"bi,bj->ij\">(x, x): shape (%zu, %zu), trace = %.3f\n", gram.extent(0),
               gram.extent(1), static_cast<double>(kax::Array<float, 0>(kax::einsum<"ii->">(gram))()));
-  return 0;
+  return ok ? 0 : 1;
 }

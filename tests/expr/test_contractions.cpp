@@ -20,37 +20,13 @@
 #include "data_file.hpp"
 #include "kax/interop/eigen.hpp"
 #include "kax/kax.hpp"
+#include "support/launch_counter.hpp"
 
 namespace {
 
 using Catch::Contains;
 
-// Counts kernel launches (and keeps their labels) while alive, as in test_fusion.cpp.
-class launch_counter {
- public:
-  launch_counter() {
-    labels.clear();
-    Kokkos::Tools::Experimental::set_begin_parallel_for_callback(&on_launch);
-    Kokkos::Tools::Experimental::set_begin_parallel_reduce_callback(&on_launch);
-    Kokkos::Tools::Experimental::set_begin_parallel_scan_callback(&on_launch);
-  }
-  ~launch_counter() {
-    Kokkos::Tools::Experimental::set_begin_parallel_for_callback(nullptr);
-    Kokkos::Tools::Experimental::set_begin_parallel_reduce_callback(nullptr);
-    Kokkos::Tools::Experimental::set_begin_parallel_scan_callback(nullptr);
-  }
-  launch_counter(const launch_counter&) = delete;
-  launch_counter& operator=(const launch_counter&) = delete;
-  bool launched(const std::string& label) const {
-    for (const auto& s : labels)
-      if (s == label) return true;
-    return false;
-  }
-  static inline std::vector<std::string> labels;
-
- private:
-  static void on_launch(const char* name, std::uint32_t, std::uint64_t*) { labels.emplace_back(name); }
-};
+using kax_test::launch_counter;
 
 // An operand from tests/data/contract_<name>.txt, converted to T.
 template <class T, std::size_t R>

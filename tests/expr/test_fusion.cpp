@@ -8,51 +8,12 @@
 #include <vector>
 
 #include "kax/kax.hpp"
+#include "support/launch_counter.hpp"
 
 namespace {
 
-// Counts kernel launches and allocations while alive; restores "no callback" on destruction so
-// that other tests run without tools.
-class launch_counter {
- public:
-  launch_counter() {
-    kernels = 0;
-    allocations = 0;
-    bytes = 0;
-    labels.clear();
-    Kokkos::Tools::Experimental::set_begin_parallel_for_callback(&on_parallel_for);
-    Kokkos::Tools::Experimental::set_begin_parallel_reduce_callback(&on_parallel_for);
-    Kokkos::Tools::Experimental::set_begin_parallel_scan_callback(&on_parallel_for);
-    Kokkos::Tools::Experimental::set_allocate_data_callback(&on_allocate);
-  }
-  ~launch_counter() {
-    Kokkos::Tools::Experimental::set_begin_parallel_for_callback(nullptr);
-    Kokkos::Tools::Experimental::set_begin_parallel_reduce_callback(nullptr);
-    Kokkos::Tools::Experimental::set_begin_parallel_scan_callback(nullptr);
-    Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr);
-  }
-  launch_counter(const launch_counter&) = delete;
-  launch_counter& operator=(const launch_counter&) = delete;
-
-  static inline int kernels = 0;
-  static inline int allocations = 0;
-  static inline std::uint64_t bytes = 0;
-  static inline std::vector<std::string> labels;
-
- private:
-  static void on_parallel_for(const char* name, std::uint32_t, std::uint64_t*) {
-    ++kernels;
-    labels.emplace_back(name);
-  }
-  static void on_allocate(Kokkos_Profiling_SpaceHandle, const char*, const void*, std::uint64_t n) {
-    ++allocations;
-    bytes += n;
-  }
-};
-
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.rfind(prefix, 0) == 0;
-}
+using kax_test::launch_counter;
+using kax_test::starts_with;
 
 // (r, c) values from a cheap deterministic formula (distinct, mixed signs).
 kax::Array<double, 2> filled(std::size_t r, std::size_t c, double seed) {

@@ -18,6 +18,7 @@
 
 #include "data_file.hpp"
 #include "kax/kax.hpp"
+#include "support/launch_counter.hpp"
 
 namespace {
 
@@ -25,37 +26,7 @@ using none_t = std::nullopt_t;
 constexpr none_t none = std::nullopt;
 constexpr double nan_v = std::numeric_limits<double>::quiet_NaN();
 
-// Counts kernel launches (and keeps their labels) while alive, as in test_fusion.cpp.
-class launch_counter {
- public:
-  launch_counter() {
-    labels.clear();
-    Kokkos::Tools::Experimental::set_begin_parallel_for_callback(&on_launch);
-    Kokkos::Tools::Experimental::set_begin_parallel_reduce_callback(&on_launch);
-    Kokkos::Tools::Experimental::set_begin_parallel_scan_callback(&on_launch);
-  }
-  ~launch_counter() {
-    Kokkos::Tools::Experimental::set_begin_parallel_for_callback(nullptr);
-    Kokkos::Tools::Experimental::set_begin_parallel_reduce_callback(nullptr);
-    Kokkos::Tools::Experimental::set_begin_parallel_scan_callback(nullptr);
-  }
-  launch_counter(const launch_counter&) = delete;
-  launch_counter& operator=(const launch_counter&) = delete;
-  std::size_t kernels() const { return labels.size(); }
-  std::string all() const {
-    std::string out = "kernels launched:";
-    for (const auto& l : labels) out += "\n  " + l;
-    return out;
-  }
-  std::size_t count_prefix(const std::string& p) const {
-    return static_cast<std::size_t>(
-        std::count_if(labels.begin(), labels.end(), [&](const std::string& s) { return s.rfind(p, 0) == 0; }));
-  }
-  static inline std::vector<std::string> labels;
-
- private:
-  static void on_launch(const char* name, std::uint32_t, std::uint64_t*) { labels.emplace_back(name); }
-};
+using kax_test::launch_counter;
 
 template <class T, std::size_t R>
 std::vector<std::size_t> shape_of(const kax::Array<T, R>& a) {
@@ -215,7 +186,7 @@ TEST_CASE("a fused operand and broadcast operands are reduced without materializ
     launch_counter count;
     const auto r = kax::eval(e);
     INFO(count.all());
-    REQUIRE(count.kernels() == 1);
+    REQUIRE(static_cast<std::size_t>(launch_counter::kernels) == 1);
   }
   const auto a31 = kax_test::load<double, 2>("reduce_a31");
   const auto b14 = kax_test::load<double, 2>("reduce_b14");
@@ -466,7 +437,7 @@ TEST_CASE("a flat float sum of 2^20 + 3 values is split into blocks and stays ac
   launch_counter count;
   const auto s = kax::eval(e);
   INFO(count.all());
-  REQUIRE(count.kernels() == 2);
+  REQUIRE(static_cast<std::size_t>(launch_counter::kernels) == 2);
   CHECK(count.labels[0] == "kax::reduce<sum,flat,float32,rank1->0>");
   CHECK(count.labels[1] == "kax::reduce<sum,combine-blocks,float32>");
   CHECK(std::abs(static_cast<double>(s()) - ref) <= float_sum_rel_tol * mag);
@@ -489,7 +460,7 @@ TEST_CASE("sum over axis 0 of (5000, 70) uses the outer traversal with several b
   launch_counter count;
   const auto s = kax::eval(e);
   INFO(count.all());
-  REQUIRE(count.kernels() == 2);
+  REQUIRE(static_cast<std::size_t>(launch_counter::kernels) == 2);
   CHECK(count.labels[0] == "kax::reduce<sum,outer,float32,rank2->1>");
   CHECK(count.labels[1] == "kax::reduce<sum,combine-blocks,float32>");
   const auto mk = kax::eval(kax::mean(x, 0, kax::keepdims));
@@ -519,7 +490,7 @@ TEST_CASE("sum over axis 1 of (3, 50000) uses the inner traversal with several b
   launch_counter count;
   const auto s = kax::eval(e);
   INFO(count.all());
-  REQUIRE(count.kernels() == 2);
+  REQUIRE(static_cast<std::size_t>(launch_counter::kernels) == 2);
   CHECK(count.labels[0] == "kax::reduce<sum,inner,float32,rank2->1>");
   CHECK(count.labels[1] == "kax::reduce<sum,combine-blocks,float32>");
   const auto am = kax::eval(kax::argmax(x, 1));
@@ -637,7 +608,7 @@ TEST_CASE("x - max(x, 1, keepdims) is one reduction kernel then one elementwise 
   launch_counter count;
   const kax::Array<float, 2> y = e;
   INFO(count.all());
-  REQUIRE(count.kernels() == 2);
+  REQUIRE(static_cast<std::size_t>(launch_counter::kernels) == 2);
   // The label names the operand's rank and the reduced rank (keepdims or not).
   CHECK(count.count_prefix("kax::reduce<max,inner,float32,rank2->1>") == 1);
   CHECK(count.count_prefix("kax::eval<") == 1);
@@ -662,7 +633,7 @@ TEST_CASE("softmax's shared max is computed once: 3 kernels, 2 temporaries", "[e
   launch_counter count;
   const kax::Array<float, 2> r = sm;
   INFO(count.all());
-  REQUIRE(count.kernels() == 3);
+  REQUIRE(static_cast<std::size_t>(launch_counter::kernels) == 3);
   CHECK(count.count_prefix("kax::reduce<max") == 1);
   CHECK(count.count_prefix("kax::reduce<sum") == 1);
   CHECK(count.count_prefix("kax::eval<") == 1);
@@ -686,10 +657,10 @@ TEST_CASE("a reduction at the root writes straight into the result", "[expr][red
     launch_counter count;
     const auto s = kax::eval(e);
     INFO(count.all());
-    REQUIRE(count.kernels() == 1);
+    REQUIRE(static_cast<std::size_t>(launch_counter::kernels) == 1);
     CHECK(count.count_prefix("kax::reduce<sum,inner,float32,rank2->1>") == 1);
     into = e;  // an existing Array of the right shape: still one kernel
-    REQUIRE(count.kernels() == 2);
+    REQUIRE(static_cast<std::size_t>(launch_counter::kernels) == 2);
     for (std::size_t i = 0; i < 16; ++i) {
       double ref = 0.0;
       for (std::size_t j = 0; j < 33; ++j) ref += v[i * 33 + j];

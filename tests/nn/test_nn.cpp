@@ -15,47 +15,12 @@
 #include "kax/kax.hpp"
 #include "kax/nn.hpp"
 #include "kax/nn/detail/erf.hpp"
+#include "support/launch_counter.hpp"
 
 namespace {
 
-// Counts kernel launches and allocations while alive (as tests/expr/test_fusion.cpp does).
-class launch_counter {
- public:
-  launch_counter() {
-    kernels = 0;
-    allocations = 0;
-    labels.clear();
-    Kokkos::Tools::Experimental::set_begin_parallel_for_callback(&on_launch);
-    Kokkos::Tools::Experimental::set_begin_parallel_reduce_callback(&on_launch);
-    Kokkos::Tools::Experimental::set_begin_parallel_scan_callback(&on_launch);
-    Kokkos::Tools::Experimental::set_allocate_data_callback(&on_allocate);
-  }
-  ~launch_counter() {
-    Kokkos::Tools::Experimental::set_begin_parallel_for_callback(nullptr);
-    Kokkos::Tools::Experimental::set_begin_parallel_reduce_callback(nullptr);
-    Kokkos::Tools::Experimental::set_begin_parallel_scan_callback(nullptr);
-    Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr);
-  }
-  launch_counter(const launch_counter&) = delete;
-  launch_counter& operator=(const launch_counter&) = delete;
-
-  static inline int kernels = 0;
-  static inline int allocations = 0;
-  static inline std::vector<std::string> labels;
-
- private:
-  static void on_launch(const char* name, std::uint32_t, std::uint64_t*) {
-    ++kernels;
-    labels.emplace_back(name);
-  }
-  static void on_allocate(Kokkos_Profiling_SpaceHandle, const char*, const void*, std::uint64_t) {
-    ++allocations;
-  }
-};
-
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.rfind(prefix, 0) == 0;
-}
+using kax_test::launch_counter;
+using kax_test::starts_with;
 
 // Relative tolerance and absolute floor per dtype: the inputs are exact in float32, so float
 // results differ from the float64 references only by float arithmetic.

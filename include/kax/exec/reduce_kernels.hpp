@@ -128,14 +128,13 @@ struct reduce_host_kernel {
     store(0, w, fold_lanes<Red, L>(lanes));
   }
 
-  // Short rows (softmax's 1024, a matrix-vector product's 256) take half the lanes: the
-  // lanes' set-up and fold would otherwise cost as much as the row itself.
-  static constexpr std::size_t L_short = L / 2 < 4 ? 4 : L / 2;
+  // Row reductions take half the flat kernel's lanes: rows are often short (softmax's 1024, a
+  // matrix-vector product's 256), and the lanes' set-up and fold would otherwise cost as much as
+  // the row itself; long rows are memory-bound either way.  (One lane count also halves the
+  // code each reduction instantiates.)
+  static constexpr std::size_t L_row = L / 2 < 4 ? 4 : L / 2;
 
-  void run_inner(std::size_t w) const {
-    if (g.inner < 32 * L) run_inner_lanes<L_short>(w);
-    else run_inner_lanes<L>(w);
-  }
+  void run_inner(std::size_t w) const { run_inner_lanes<L_row>(w); }
 
   template <std::size_t LL>
   void run_inner_lanes(std::size_t w) const {

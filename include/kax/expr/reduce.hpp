@@ -86,13 +86,7 @@ struct ReduceExpr : expression_base, materialization_base {
 
   template <class Space>
   void materialize(const Space& space, std::uint64_t epoch) const {
-    if (buffer.computed_in(epoch)) return;
-    using buffer_space = typename detail::stage_buffer<value_type, rank>::memory_space;
-    if constexpr (Kokkos::SpaceAccessibility<Space, buffer_space>::accessible)
-      compute_into(space, buffer.values.data(), epoch);
-    else
-      compute_into(detail::exec_space_for<buffer_space>{}, buffer.values.data(), epoch);
-    buffer.mark(epoch);
+    detail::materialize_once(*this, space, epoch);
   }
 
   void describe_stage(detail::plan_description& plan, bool into_output) const {

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "kax/core/array.hpp"
+#include "kax/exec/spaces.hpp"
 #include "kax/expr/concepts.hpp"
 #include "kax/expr/detail/row.hpp"
 
@@ -65,6 +66,20 @@ struct stage_buffer {
   }
   KOKKOS_INLINE_FUNCTION T read_flat(std::size_t n) const { return values.data()[R == 0 ? 0 : n]; }
 };
+
+// Computes a materialization node into its stage buffer unless this evaluation already did
+// (node.compute_into(space, out, epoch) runs its operand's stages and then its own kernels): on
+// `space`, or on the space that can write the buffer when `space` cannot.
+template <class Node, class Space>
+void materialize_once(const Node& node, const Space& space, std::uint64_t epoch) {
+  if (node.buffer.computed_in(epoch)) return;
+  using buffer_space = typename std::remove_cvref_t<decltype(node.buffer)>::memory_space;
+  if constexpr (Kokkos::SpaceAccessibility<Space, buffer_space>::accessible)
+    node.compute_into(space, node.buffer.values.data(), epoch);
+  else
+    node.compute_into(exec_space_for<buffer_space>{}, node.buffer.values.data(), epoch);
+  node.buffer.mark(epoch);
+}
 
 }  // namespace detail
 }  // namespace kax

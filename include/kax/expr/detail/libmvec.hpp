@@ -28,22 +28,34 @@ extern "C" __attribute__((const)) float kax_libmvec_expf(float) noexcept __asm__
 #pragma omp declare simd notinbranch
 extern "C" __attribute__((const)) float kax_libmvec_logf(float) noexcept __asm__("logf");
 #if __GLIBC__ > 2 || __GLIBC_MINOR__ >= 35
-inline constexpr bool has_tanh = true;  // tanhf's vector variants arrived in glibc 2.35
+// tanhf's and erf's vector variants arrived in glibc 2.35 (erf is used by kax::nn::gelu).
+inline constexpr bool has_tanh = true;
+inline constexpr bool has_erf = true;
 #pragma omp declare simd notinbranch
 extern "C" __attribute__((const)) float kax_libmvec_tanhf(float) noexcept __asm__("tanhf");
+#pragma omp declare simd notinbranch
+extern "C" __attribute__((const)) float kax_libmvec_erff(float) noexcept __asm__("erff");
+#pragma omp declare simd notinbranch
+extern "C" __attribute__((const)) double kax_libmvec_erf(double) noexcept __asm__("erf");
 #else
 inline constexpr bool has_tanh = false;
+inline constexpr bool has_erf = false;
 inline float kax_libmvec_tanhf(float x) { return std::tanh(x); }
+inline float kax_libmvec_erff(float x) { return std::erf(x); }
+inline double kax_libmvec_erf(double x) { return std::erf(x); }
 #endif
 #else
 inline constexpr bool available = false;
 inline constexpr bool has_tanh = false;
+inline constexpr bool has_erf = false;
 // Never called (callers test `available`); they keep generic code well-formed.
 inline float kax_libmvec_sinf(float x) { return std::sin(x); }
 inline float kax_libmvec_cosf(float x) { return std::cos(x); }
 inline float kax_libmvec_expf(float x) { return std::exp(x); }
 inline float kax_libmvec_logf(float x) { return std::log(x); }
 inline float kax_libmvec_tanhf(float x) { return std::tanh(x); }
+inline float kax_libmvec_erff(float x) { return std::erf(x); }
+inline double kax_libmvec_erf(double x) { return std::erf(x); }
 #endif
 
 }  // namespace kax::detail::libmvec

@@ -20,27 +20,12 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "kax/expr/detail/libmvec.hpp"
 #include "kax/expr/detail/vector_math.hpp"
 
-namespace kax::nn::detail::libmvec_erf {
-
-// glibc's vector erf/erff, bound under private names (glibc declares the `omp declare simd`
-// forms only under -ffast-math); [[gnu::const]] is true with -fno-math-errno (see libmvec.hpp).
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && !defined(__HIPCC__) && \
-    defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
-inline constexpr bool available = true;
-#pragma omp declare simd notinbranch
-extern "C" __attribute__((const)) float kax_nn_libmvec_erff(float) noexcept __asm__("erff");
-#pragma omp declare simd notinbranch
-extern "C" __attribute__((const)) double kax_nn_libmvec_erf(double) noexcept __asm__("erf");
-#else
-inline constexpr bool available = false;
-// Never called (callers test `available`); they keep generic code well-formed.
-inline float kax_nn_libmvec_erff(float x) { return std::erf(x); }
-inline double kax_nn_libmvec_erf(double x) { return std::erf(x); }
-#endif
-
-}  // namespace kax::nn::detail::libmvec_erf
+namespace kax::nn::detail {
+namespace libmvec_erf = kax::detail::libmvec;
+}  // namespace kax::nn::detail
 
 namespace kax::nn::detail::erf_impl {
 
@@ -116,9 +101,9 @@ template <class T>
 // erf on the host: libmvec where available, else erf_simd.
 template <class T>
 [[gnu::always_inline]] inline T erf_host(T v) {
-  if constexpr (!libmvec_erf::available) return erf_simd(v);
-  else if constexpr (std::is_same_v<T, float>) return libmvec_erf::kax_nn_libmvec_erff(v);
-  else return libmvec_erf::kax_nn_libmvec_erf(v);
+  if constexpr (!libmvec_erf::has_erf) return erf_simd(v);
+  else if constexpr (std::is_same_v<T, float>) return libmvec_erf::kax_libmvec_erff(v);
+  else return libmvec_erf::kax_libmvec_erf(v);
 }
 
 }  // namespace kax::nn::detail
