@@ -106,4 +106,46 @@ void run_gemm(const ExecSpace& space, const gemm_problem<T>& g) {
   }
 }
 
+// y[r * y_stride] = sum_j a[r * a_rs + j] * x[j] for r < m: a matrix-vector product whose matrix
+// rows and vector are contiguous.  Rows are grouped ~4096 elements per work item; each row is
+// reduced in L fixed lanes folded pairwise, so the result does not depend on the thread count.
+template <class T>
+struct gemv_kernel {
+  static constexpr std::size_t L = 128 / sizeof(T);  // two 64-byte vectors of accumulators
+  const T* a;
+  std::ptrdiff_t a_rs;
+  const T* x;
+  T* y;
+  std::ptrdiff_t y_stride;
+  std::size_t m, k, rows_per_item;
+
+  void operator()(const std::int64_t w) const {
+    const std::size_t r0 = static_cast<std::size_t>(w) * rows_per_item;
+    const std::size_t r1 = std::min(m, r0 + rows_per_item);
+    const T* __restrict__ xv = x;
+    for (std::size_t r = r0; r < r1; ++r) {
+      const T* __restrict__ ar = a + static_cast<std::ptrdiff_t>(r) * a_rs;
+      T acc[L] = {};
+      std::size_t j = 0;
+      for (; j + L <= k; j += L) {
+#pragma omp simd
+        for (std::size_t l = 0; l < L; ++l) acc[l] += ar[j + l] * xv[j + l];
+      }
+      for (std::size_t l = 0; j < k; ++j, ++l) acc[l] += ar[j] * xv[j];
+      for (std::size_t s = L / 2; s > 0; s /= 2)
+        for (std::size_t l = 0; l < s; ++l) acc[l] += acc[l + s];
+      y[static_cast<std::ptrdiff_t>(r) * y_stride] = acc[0];
+    }
+  }
+};
+
+template <class ExecSpace, class T>
+void run_gemv(const ExecSpace& space, const gemv_kernel<T>& kernel) {
+  if (kernel.m == 0) return;
+  const std::size_t items = (kernel.m + kernel.rows_per_item - 1) / kernel.rows_per_item;
+  Kokkos::parallel_for("kax::gemv", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(
+                                        space, 0, static_cast<std::int64_t>(items)),
+                       kernel);
+}
+
 }  // namespace kax::detail

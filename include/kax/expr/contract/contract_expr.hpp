@@ -9,6 +9,8 @@
 //            Eigen's GEMM per batch (exec/host_gemm.hpp).  Operands that are not plain arrays of
 //            the result dtype (a * 2, a transposed view that Eigen cannot map) are first
 //            evaluated into a contiguous temporary: O(size) next to the O(M N K) product.
+//   GEMV     host float/double arrays, a matrix (rows along one output label) times a vector,
+//            both contiguous along K: a row-dot kernel (parallel; Eigen's GEMV is one thread).
 //   generic  anything else (diagonals, several summed labels, integer dtypes, device memory):
 //            the fused reduction kernel over the label-space product (ReduceExpr).
 #pragma once
@@ -162,6 +164,68 @@ struct ContractExpr : expression_base, materialization_base {
     }
   }
 
+  // ---- the matrix-vector path ------------------------------------------------------------
+  // A plain array with a label of extent > 1 that the output keeps (the matrix side) times a
+  // plain array holding only the summed label (the vector side), both contiguous along it, every
+  // other label of extent 1: the seed's dot(x, w) with w of shape (D,) or (D, 1).
+  struct gemv_plan {
+    bool matrix_is_lhs = true;
+    std::size_t row_label = NL;
+  };
+
+  std::optional<gemv_plan> plan_gemv() const {
+    if constexpr (!(std::is_same_v<promoted_type, float> || std::is_same_v<promoted_type, double>) ||
+                  !host_accessible<default_memory_space> || NL - NO != 1) {
+      return std::nullopt;
+    } else {
+      if (!direct_operand(lhs().arg) || !direct_operand(rhs().arg)) return std::nullopt;
+      std::array<std::ptrdiff_t, NL> sa{}, sb{};
+      std::array<bool, NL> pa{}, pb{};
+      if (!strides_by_label(lhs(), operand_strides(lhs(), false), sa, pa)) return std::nullopt;
+      if (!strides_by_label(rhs(), operand_strides(rhs(), false), sb, pb)) return std::nullopt;
+      const std::size_t k = NO;
+      const shape<NL> ext = lhs().ext;
+      if (!pa[k] || !pb[k] || ext[k] == 0) return std::nullopt;
+      gemv_plan p;
+      for (std::size_t l = 0; l < NO; ++l) {
+        if (ext[l] == 1) continue;
+        if (p.row_label != NL || (pa[l] && pb[l])) return std::nullopt;  // one long output label
+        p.row_label = l;
+        p.matrix_is_lhs = pa[l];
+      }
+      if (p.row_label == NL) return std::nullopt;
+      const auto& sm = p.matrix_is_lhs ? sa : sb;
+      const auto& sv = p.matrix_is_lhs ? sb : sa;
+      if (ext[k] > 1 && (sm[k] != 1 || sv[k] != 1)) return std::nullopt;
+      return p;
+    }
+  }
+
+  template <class Space>
+  void run_gemv(const Space& space, const gemv_plan& p, value_type* out) const {
+    if constexpr (plain_leaf<A> && plain_leaf<B> && std::is_same_v<value_type_of<A>, promoted_type> &&
+                  std::is_same_v<value_type_of<B>, promoted_type>) {
+      std::array<std::ptrdiff_t, NL> sa{}, sb{};
+      std::array<bool, NL> present{};
+      strides_by_label(lhs(), operand_strides(lhs(), false), sa, present);
+      strides_by_label(rhs(), operand_strides(rhs(), false), sb, present);
+      const shape<NO> out_st = row_major_strides(reduce.ext);
+      const shape<NL> ext = lhs().ext;
+      detail::gemv_kernel<promoted_type> kernel{};
+      kernel.a = p.matrix_is_lhs ? lhs().arg.view.data() : rhs().arg.view.data();
+      kernel.x = p.matrix_is_lhs ? rhs().arg.view.data() : lhs().arg.view.data();
+      kernel.a_rs = (p.matrix_is_lhs ? sa : sb)[p.row_label];
+      kernel.y = out;
+      kernel.y_stride = static_cast<std::ptrdiff_t>(out_st[p.row_label]);
+      kernel.m = ext[p.row_label];
+      kernel.k = ext[NO];
+      kernel.rows_per_item = std::max<std::size_t>(1, 4096 / std::max<std::size_t>(1, kernel.k));
+      detail::run_gemv(space, kernel);
+    } else {
+      (void)space, (void)p, (void)out;
+    }
+  }
+
   // Evaluates an operand into a contiguous row-major host temporary of the promoted dtype.
   template <class Space, class X>
   static Array<promoted_type, rank_of<X>> copy_operand(const Space& space, const X& x, std::uint64_t epoch) {
@@ -245,6 +309,10 @@ struct ContractExpr : expression_base, materialization_base {
         run_gemm(space, *r, out, epoch);
         return;
       }
+      if (const auto p = plan_gemv()) {
+        run_gemv(space, *p, out);
+        return;
+      }
     }
     reduce.compute_into(space, out, epoch);
   }
@@ -256,6 +324,15 @@ struct ContractExpr : expression_base, materialization_base {
 
   void describe_stage(detail::plan_description& plan, bool into_output) const {
     const auto r = plan_gemm();
+    if (!r && plan_gemv()) {
+      const auto p = *plan_gemv();
+      const shape<NL> ext = lhs().ext;
+      plan.add(std::string("kax::gemv<") + dtype_name<promoted_type>() + "> (RangePolicy, " +
+               std::to_string(ext[p.row_label]) + " rows of " + std::to_string(ext[NO]) + ")" +
+               (into_output ? " -> output " : " -> temporary ") + detail::typed_shape<value_type>(reduce.ext));
+      if (!into_output) ++plan.temporaries;
+      return;
+    }
     if (!r) {
       reduce.describe_stage(plan, into_output);
       return;
