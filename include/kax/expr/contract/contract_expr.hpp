@@ -324,8 +324,9 @@ struct ContractExpr : expression_base, materialization_base {
 
   void describe_stage(detail::plan_description& plan, bool into_output) const {
     const auto r = plan_gemm();
-    if (!r && plan_gemv()) {
-      const auto p = *plan_gemv();
+    const auto gemv = r ? std::nullopt : plan_gemv();
+    if (gemv) {
+      const gemv_plan& p = *gemv;
       const shape<NL> ext = lhs().ext;
       plan.add(std::string("kax::gemv<") + dtype_name<promoted_type>() + "> (RangePolicy, " +
                std::to_string(ext[p.row_label]) + " rows of " + std::to_string(ext[NO]) + ")" +
