@@ -15,6 +15,7 @@
 #include "kax/exec/eval.hpp"
 #include "kax/expr/as_expr.hpp"
 #include "kax/expr/layout/broadcast_to.hpp"
+#include "kax/expr/layout/concatenate.hpp"
 #include "kax/expr/layout/reshape.hpp"
 #include "kax/expr/layout/slice.hpp"
 #include "kax/expr/layout/transpose.hpp"
@@ -26,3 +27,4 @@
 #include "kax/nn.hpp"
 #include "kax/plan/elementwise_plan.hpp"
 #include "kax/plan/plan_of.hpp"
+#include "kax/transform/vmap.hpp"

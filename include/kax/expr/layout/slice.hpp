@@ -43,6 +43,12 @@ struct SliceExpr : expression_base {
     }
   }
 
+  // An already resolved slice: the extents, first index and step of every axis (vmap's rewrite
+  // of a slice node uses this to add the batch axis).
+  SliceExpr(E a, const shape<rank>& extents, const Kokkos::Array<std::int64_t, rank>& first_index,
+            const Kokkos::Array<std::int64_t, rank>& steps)
+      : arg(std::move(a)), ext(extents), first(first_index), step(steps) {}
+
   shape<rank> extents() const { return ext; }
   bool is_flat() const {
     if (!arg.is_flat()) return false;
