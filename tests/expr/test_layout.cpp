@@ -112,6 +112,20 @@ TEST_CASE("expand_dims and squeeze insert and remove unit axes", "[expr][layout]
     for (std::size_t j = 0; j < 3; ++j) REQUIRE(rt(i, j) == 100.0 * j + i);
 }
 
+TEST_CASE("expand_dims(x, -1) broadcast along a new last axis reads x at the row's index",
+          "[expr][layout]") {
+  // The result is not flat, so the kernel evaluates rows: x's row is held at the output's
+  // second-to-last index, not at x's first element.
+  const auto g = grid(3, 4);  // g(i, j) = 100 i + j
+  kax::Array<double, 3> r = kax::expand_dims(g, -1) + kax::zeros<double>(3, 4, 2);
+  kax::Array<double, 3> t = kax::expand_dims(kax::transpose(g), -1) * kax::ones<double>(4, 3, 5);
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 4; ++j) {
+      for (std::size_t k = 0; k < 2; ++k) REQUIRE(r(i, j, k) == 100.0 * i + j);
+      for (std::size_t k = 0; k < 5; ++k) REQUIRE(t(j, i, k) == 100.0 * i + j);
+    }
+}
+
 TEST_CASE("expand_dims and squeeze reject bad axes", "[expr][layout]") {
   const auto x = layout_x();
   REQUIRE_THROWS_AS(kax::expand_dims(x, 4), kax::axis_error);

@@ -11,6 +11,8 @@
 // Every row also offers
 //   broadcast()  the same row held at element 0 (an operand broadcast along the row, NumPy's
 //                extent-1 axis); same type, so broadcasting decided at run time costs no code
+//   at(k)        the same row held at element k (expand_dims(x, -1): x's row is read at the
+//                output's second-to-last index for the whole output row); same type
 //   unit()       whether every memory walk in it has stride 1 or 0
 //   as_unit()    the row with stride 1 built into its type: contiguous loads instead of
 //                gathers (the compiler versions a loop for one run-time stride at most, and a
@@ -29,13 +31,18 @@ template <class E>
 struct generic_row {
   const E* node;
   multi_index<E::rank> base;
-  bool pinned = false;  // broadcast: always element 0
+  bool pinned = false;  // held at base's last component
   auto operator()(std::size_t j) const {
     multi_index<E::rank> i = base;
-    if constexpr (E::rank > 0) i[E::rank - 1] = pinned ? 0 : j;
+    if constexpr (E::rank > 0) i[E::rank - 1] = pinned ? base[E::rank - 1] : j;
     return node->evaluate(i);
   }
-  generic_row broadcast() const { return {node, base, true}; }
+  generic_row broadcast() const { return at(0); }
+  generic_row at(std::size_t k) const {
+    generic_row r{node, base, true};
+    if constexpr (E::rank > 0) r.base[E::rank - 1] = k;
+    return r;
+  }
   bool unit() const { return false; }
   generic_row as_unit() const { return *this; }
 };
@@ -57,6 +64,7 @@ struct contiguous_row {
   bool walks;
   [[gnu::always_inline]] T operator()(std::size_t j) const { return walks ? p[j] : p[0]; }
   contiguous_row broadcast() const { return {p, false}; }
+  contiguous_row at(std::size_t k) const { return {walks ? p + k : p, false}; }
   bool unit() const { return true; }
   contiguous_row as_unit() const { return *this; }
 };
@@ -68,6 +76,7 @@ struct strided_row {
   std::size_t stride;
   [[gnu::always_inline]] T operator()(std::size_t j) const { return p[j * stride]; }
   strided_row broadcast() const { return {p, 0}; }
+  strided_row at(std::size_t k) const { return {p + k * stride, 0}; }
   bool unit() const { return stride <= 1; }
   contiguous_row<T> as_unit() const { return {p, stride == 1}; }
 };
@@ -77,6 +86,7 @@ struct constant_row {
   T value;
   [[gnu::always_inline]] T operator()(std::size_t) const { return value; }
   constant_row broadcast() const { return *this; }
+  constant_row at(std::size_t) const { return *this; }
   bool unit() const { return true; }
   constant_row as_unit() const { return *this; }
 };
@@ -91,6 +101,7 @@ struct affine_row {
     return inner(static_cast<std::size_t>(first + static_cast<std::int64_t>(j) * step));
   }
   affine_row broadcast() const { return {inner, first, 0}; }
+  affine_row at(std::size_t k) const { return {inner, first + static_cast<std::int64_t>(k) * step, 0}; }
   bool unit() const { return false; }
   affine_row as_unit() const { return *this; }
 };
@@ -100,6 +111,7 @@ struct unary_row {
   Row a;
   [[gnu::always_inline]] auto operator()(std::size_t j) const { return Op::apply(static_cast<Operand>(a(j))); }
   unary_row broadcast() const { return {a.broadcast()}; }
+  unary_row at(std::size_t k) const { return {a.at(k)}; }
   bool unit() const { return a.unit(); }
   auto as_unit() const { return unary_row<Op, Operand, decltype(a.as_unit())>{a.as_unit()}; }
 };
@@ -112,6 +124,7 @@ struct binary_row {
     return Op::apply(static_cast<Operand>(l(j)), static_cast<Operand>(r(j)));
   }
   binary_row broadcast() const { return {l.broadcast(), r.broadcast()}; }
+  binary_row at(std::size_t k) const { return {l.at(k), r.at(k)}; }
   bool unit() const { return l.unit() && r.unit(); }
   auto as_unit() const {
     return binary_row<Op, Operand, decltype(l.as_unit()), decltype(r.as_unit())>{l.as_unit(), r.as_unit()};
@@ -129,6 +142,7 @@ struct where_row {
     return static_cast<bool>(c(j)) ? t : f;
   }
   where_row broadcast() const { return {c.broadcast(), a.broadcast(), b.broadcast()}; }
+  where_row at(std::size_t k) const { return {c.at(k), a.at(k), b.at(k)}; }
   bool unit() const { return c.unit() && a.unit() && b.unit(); }
   auto as_unit() const {
     return where_row<V, decltype(c.as_unit()), decltype(a.as_unit()), decltype(b.as_unit())>{

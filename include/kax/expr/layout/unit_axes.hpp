@@ -41,7 +41,10 @@ struct UnitAxesExpr : expression_base {
     bool walks = false;
     if constexpr (arg_rank > 0 && R2 > 0) walks = live[arg_rank - 1] && src[arg_rank - 1] == R2 - 1;
     const auto a = detail::row_of(arg, c);
-    return walks ? a : a.broadcast();
+    // Not walked: the input's last axis is read at one index for the whole output row (c's last
+    // component: 0 where squeezed, an outer output index after expand_dims(x, -1)).
+    if constexpr (arg_rank > 0) return walks ? a : a.at(c[arg_rank - 1]);
+    else return a.broadcast();
   }
   // The operands, for the planner's walks (plan/stages.hpp).
   template <class F>

@@ -39,6 +39,7 @@ struct ParamUnaryExpr : expression_base {
       return op.apply(static_cast<operand_type>(a(j)));
     }
     row_type broadcast() const { return {a.broadcast(), op}; }
+    row_type at(std::size_t k) const { return {a.at(k), op}; }
     bool unit() const { return a.unit(); }
     auto as_unit() const { return row_type<decltype(a.as_unit())>{a.as_unit(), op}; }
   };
