@@ -1,0 +1,293 @@
+// kax::vmap against JAX's semantics, with tiny inputs and expected values written out by hand (the
+// cases of jax.vmap's documentation and tests: in_axes None/ints/negatives, out_axes, nested maps,
+// scalar and tuple outputs, axis_size), the errors JAX raises, and the fusion vmap promises: f is
+// called once, and the batch runs as the kernels of one big expression.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kax/kax.hpp"
+#include "support/launch_counter.hpp"
+
+namespace {
+
+using kax_test::launch_counter;
+
+template <class T, std::size_t R>
+void require_values(const kax::Array<T, R>& got, const kax::shape<R>& shape, const std::vector<T>& want) {
+  REQUIRE(got.extents() == shape);
+  const std::vector<T> v = kax::to_vector(got);
+  REQUIRE(v.size() == want.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    INFO("element " << i);
+    if constexpr (std::is_floating_point_v<T>) REQUIRE(v[i] == Approx(want[i]).epsilon(1e-6));
+    else REQUIRE(v[i] == want[i]);
+  }
+}
+
+// x = [[0, 1, 2], [3, 4, 5]]
+kax::Array<float, 2> x23() { return kax::from(std::vector<float>{0, 1, 2, 3, 4, 5}, kax::shape<2>{2, 3}); }
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("vmap maps every argument along axis 0 by default", "[vmap]") {
+  const auto x = kax::from(std::vector<float>{1, 2, 3});
+  const auto y = kax::from(std::vector<float>{10, 20, 30});
+  kax::Array<float, 1> r = kax::vmap([](auto a, auto b) { return a * 2 + b; })(x, y);
+  require_values(r, {3}, {12, 24, 36});
+}
+
+TEST_CASE("vmap with in_axes none broadcasts that argument to every example", "[vmap]") {
+  // jax.vmap(lambda a, b: a + b, in_axes=(0, None))(x, y): each scalar of x plus all of y.
+  const auto x = kax::from(std::vector<float>{1, 2, 3});
+  const auto y = kax::from(std::vector<float>{10, 20});
+  kax::Array<float, 2> r = kax::vmap([](auto a, auto b) { return a + b; }, kax::in_axes(0, kax::none))(x, y);
+  require_values(r, {3, 2}, {11, 21, 12, 22, 13, 23});
+}
+
+TEST_CASE("vmap maps along the axis in_axes names, negative axes counting from the end", "[vmap]") {
+  const auto x = x23();
+  auto column_sum = [](auto c) { return kax::sum(c); };
+  kax::Array<float, 1> rows = kax::vmap(column_sum)(x);
+  require_values(rows, {2}, {3, 12});
+  kax::Array<float, 1> cols = kax::vmap(column_sum, kax::in_axes(1))(x);
+  require_values(cols, {3}, {3, 5, 7});
+  kax::Array<float, 1> last = kax::vmap(column_sum, kax::in_axes(-1))(x);
+  require_values(last, {3}, {3, 5, 7});
+  // Mapping axis 1 of a rank-3 array: the example is x[:, b, :].
+  const auto z = kax::from(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, kax::shape<3>{2, 3, 2});
+  kax::Array<int, 3> moved = kax::vmap([](auto e) { return e; }, kax::in_axes(1))(z);
+  require_values(moved, {3, 2, 2}, {0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11});
+}
+
+TEST_CASE("vmap places the batch axis where out_axes says", "[vmap]") {
+  const auto x = x23();
+  auto twice = [](auto r) { return r * 2; };
+  kax::Array<float, 2> first = kax::vmap(twice, kax::out_axes(0))(x);
+  require_values(first, {2, 3}, {0, 2, 4, 6, 8, 10});
+  kax::Array<float, 2> second = kax::vmap(twice, kax::out_axes(1))(x);
+  require_values(second, {3, 2}, {0, 6, 2, 8, 4, 10});
+  kax::Array<float, 2> back = kax::vmap(twice, kax::in_axes(1), kax::out_axes(-1))(x);
+  require_values(back, {2, 3}, {0, 2, 4, 6, 8, 10});
+  // A rank-3 result with the batch axis in the middle.
+  kax::Array<float, 3> mid = kax::vmap([](auto r) { return kax::expand_dims(r, 0) * r; }, kax::out_axes(1))(x);
+  require_values(mid, {1, 2, 3}, {0, 1, 4, 9, 16, 25});
+}
+
+TEST_CASE("vmap of a function returning a scalar gives one value per example", "[vmap]") {
+  const auto x = x23();
+  kax::Array<float, 1> m = kax::vmap([](auto r) { return kax::max(r); })(x);
+  require_values(m, {2}, {2, 5});
+  kax::Array<std::int64_t, 1> am = kax::vmap([](auto r) { return kax::argmax(r); }, kax::in_axes(1))(x);
+  require_values(am, {3}, {1, 1, 1});
+  kax::Array<float, 1> d = kax::vmap([](auto a, auto b) { return kax::dot(a, b); })(x, x);
+  require_values(d, {2}, {5, 50});
+}
+
+TEST_CASE("vmap broadcasts an output that does not depend on a mapped argument", "[vmap]") {
+  const auto x = kax::from(std::vector<float>{1, 2, 3});
+  const auto y = kax::from(std::vector<float>{7, 8});
+  kax::Array<float, 1> five = kax::vmap([](auto) { return 5.0f; })(x);
+  require_values(five, {3}, {5, 5, 5});
+  kax::Array<float, 2> ys = kax::vmap([](auto, auto b) { return b; }, kax::in_axes(0, kax::none))(x, y);
+  require_values(ys, {3, 2}, {7, 8, 7, 8, 7, 8});
+  // out_axes none keeps it unbatched: the function's own value.
+  auto same = kax::vmap([](auto, auto b) { return b * 1; }, kax::in_axes(0, kax::none), kax::out_axes(kax::none))(x, y);
+  kax::Array<float, 1> s = same;
+  require_values(s, {2}, {7, 8});
+}
+
+TEST_CASE("vmap returns a tuple for a function returning a tuple, out_axes per output", "[vmap]") {
+  const auto x = x23();
+  const auto w = kax::from(std::vector<float>{1, -1, 2});
+  auto [scaled, total] = kax::vmap([](auto r) { return std::make_tuple(r * 10, kax::sum(r)); })(x);
+  kax::Array<float, 2> a = scaled;
+  kax::Array<float, 1> b = total;
+  require_values(a, {2, 3}, {0, 10, 20, 30, 40, 50});
+  require_values(b, {2}, {3, 12});
+
+  // Mixed: a batched output moved to axis 1, an unbatched one left alone.
+  auto [moved, kept] = kax::vmap([](auto r, auto v) { return std::make_tuple(r * v, v + 0.5f); },
+                                 kax::in_axes(0, kax::none), kax::out_axes(1, kax::none))(x, w);
+  kax::Array<float, 2> c = moved;
+  kax::Array<float, 1> d = kept;
+  require_values(c, {3, 2}, {0, 3, -1, -4, 4, 10});
+  require_values(d, {3}, {1.5f, -0.5f, 2.5f});
+}
+
+TEST_CASE("vmap maps tuple arguments with one entry or one entry per element", "[vmap]") {
+  const auto x = kax::from(std::vector<float>{1, 2, 3});
+  const auto y = kax::from(std::vector<float>{10, 20});
+  // in_axes=((0, None),): the tuple's first element mapped, the second broadcast.
+  kax::Array<float, 2> r = kax::vmap([](auto t) { return std::get<0>(t) * std::get<1>(t); },
+                                     kax::in_axes(kax::in_axes(0, kax::none)))(std::make_tuple(x, y));
+  require_values(r, {3, 2}, {10, 20, 20, 40, 30, 60});
+  // A std::array of arrays mapped as a whole stays a std::array.
+  const std::array<kax::Array<float, 1>, 2> pair{x, x};
+  kax::Array<float, 1> s = kax::vmap([](const auto& arr) { return arr[0] * arr[1]; })(pair);
+  require_values(s, {3}, {1, 4, 9});
+}
+
+TEST_CASE("nested vmap with different in_axes at each level", "[vmap]") {
+  const auto x = kax::from(std::vector<float>{1, 2});
+  const auto y = kax::from(std::vector<float>{10, 20, 30});
+  // Outer product: vmap(vmap(mul, (None, 0)), (0, None)).
+  auto outer = kax::vmap(kax::vmap([](auto a, auto b) { return a * b; }, kax::in_axes(kax::none, 0)),
+                         kax::in_axes(0, kax::none));
+  kax::Array<float, 2> o = outer(x, y);
+  require_values(o, {2, 3}, {10, 20, 30, 20, 40, 60});
+
+  // A batch of matrices, mapped over columns inside and over the batch outside: per-column sums.
+  const auto m = kax::from(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, kax::shape<3>{2, 2, 3});
+  auto col_sums = kax::vmap(kax::vmap([](auto c) { return kax::sum(c); }, kax::in_axes(1)));
+  kax::Array<float, 2> cs = col_sums(m);
+  require_values(cs, {2, 3}, {3, 5, 7, 15, 17, 19});
+  // The same with the outer level mapping the last axis and the inner one axis 0.
+  auto row_sums = kax::vmap(kax::vmap([](auto c) { return kax::sum(c); }, kax::in_axes(0)), kax::in_axes(-1));
+  kax::Array<float, 2> rs = row_sums(m);  // rs[c][i] = sum_j m[i][j][c]... mapped over c then i
+  require_values(rs, {3, 2}, {3, 15, 5, 17, 7, 19});
+}
+
+TEST_CASE("an inner vmap may capture the outer vmap's example", "[vmap]") {
+  const auto x = kax::from(std::vector<float>{1, 2});
+  const auto y = kax::from(std::vector<float>{10, 20, 30});
+  kax::Array<float, 2> o = kax::vmap([&y](auto a) { return kax::vmap([a](auto b) { return a + b; })(y); })(x);
+  require_values(o, {2, 3}, {11, 21, 31, 12, 22, 32});
+}
+
+TEST_CASE("vmap with axis_size maps a function of no mapped argument", "[vmap]") {
+  const auto c = kax::from(std::vector<float>{1, 2});
+  kax::Array<float, 2> r = kax::vmap([](auto v) { return v * 3; }, kax::in_axes(kax::none), kax::axis_size(3))(c);
+  require_values(r, {3, 2}, {3, 6, 3, 6, 3, 6});
+  kax::Array<float, 1> k = kax::vmap([] { return 1.5f; }, kax::axis_size(4))();
+  require_values(k, {4}, {1.5f, 1.5f, 1.5f, 1.5f});
+}
+
+TEST_CASE("vmap batches reductions over axes, contractions and layout operations", "[vmap]") {
+  // z[b] is 2x3: z = arange(12).reshape(2, 2, 3)
+  const auto z = kax::from(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, kax::shape<3>{2, 2, 3});
+  kax::Array<float, 2> s0 = kax::vmap([](auto e) { return kax::sum(e, 0); })(z);
+  require_values(s0, {2, 3}, {3, 5, 7, 15, 17, 19});
+  kax::Array<float, 3> k = kax::vmap([](auto e) { return kax::max(e, -1, kax::keepdims); })(z);
+  require_values(k, {2, 2, 1}, {2, 5, 8, 11});
+  kax::Array<float, 3> t = kax::vmap([](auto e) { return kax::transpose(e); })(z);
+  require_values(t, {2, 3, 2}, {0, 3, 1, 4, 2, 5, 6, 9, 7, 10, 8, 11});
+  kax::Array<float, 2> flat = kax::vmap([](auto e) { return kax::reshape(e, {-1}); })(z);
+  require_values(flat, {2, 6}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  kax::Array<float, 3> sl = kax::vmap([](auto e) { return kax::slice(e, {kax::colon, kax::range(std::nullopt, std::nullopt, -2)}); })(z);
+  require_values(sl, {2, 2, 2}, {2, 0, 5, 3, 8, 6, 11, 9});
+  // Batched matrix products: e @ e^T per example (2x2), and each example times one shared vector.
+  kax::Array<float, 3> g = kax::vmap([](auto e) { return kax::matmul(e, kax::transpose(e)); })(z);
+  require_values(g, {2, 2, 2}, {5, 14, 14, 50, 149, 212, 212, 302});
+  const auto v = kax::from(std::vector<float>{1, 0, -1});
+  kax::Array<float, 2> mv = kax::vmap([](auto e, auto w) { return kax::dot(e, w); }, kax::in_axes(0, kax::none))(z, v);
+  require_values(mv, {2, 2}, {-2, -2, -2, -2});
+  kax::Array<float, 2> tr = kax::vmap([](auto e) { return kax::einsum<"ij->j">(e); })(z);
+  require_values(tr, {2, 3}, {3, 5, 7, 15, 17, 19});
+  kax::Array<float, 3> op = kax::vmap([](auto a, auto b) { return kax::einsum<"i,j->ij">(a, b); }, kax::in_axes(0, kax::none))(
+      kax::from(std::vector<float>{1, 2}, kax::shape<2>{2, 1}), kax::from(std::vector<float>{3, 4}));
+  require_values(op, {2, 1, 2}, {3, 4, 6, 8});
+}
+
+TEST_CASE("vmap batches where, broadcasting between per-example ranks and nn functions", "[vmap]") {
+  const auto x = x23();
+  const auto m = kax::from(std::vector<float>{1, 0, 0, 0, 2, 0}, kax::shape<2>{2, 3});
+  // Per-example (3,) against an unmapped (2, 3): each example broadcasts to (2, 3).
+  kax::Array<float, 3> b = kax::vmap([](auto r, auto mm) { return r * mm; }, kax::in_axes(0, kax::none))(x, m);
+  require_values(b, {2, 2, 3}, {0, 0, 0, 0, 2, 0, 3, 0, 0, 0, 8, 0});
+  kax::Array<float, 2> w = kax::vmap([](auto r) { return kax::where(r > 1.5f, r, -r); })(x);
+  require_values(w, {2, 3}, {0, -1, 2, 3, 4, 5});
+  kax::Array<float, 2> sm = kax::vmap([](auto r) { return kax::nn::softmax(r); })(x);
+  const float e1 = 0.09003057f, e2 = 0.24472847f, e3 = 0.66524096f;
+  require_values(sm, {2, 3}, {e1, e2, e3, e1, e2, e3});
+}
+
+TEST_CASE("vmap calls the function once and runs the batch as fused kernels", "[vmap][fusion]") {
+  const kax::Array<float, 2> X = kax::ones<float>(64, 16);
+  const kax::Array<float, 1> w = kax::ones<float>(16);
+  int calls = 0;
+  auto f = [&calls](auto x, auto v) {
+    ++calls;
+    return kax::dot(x, v) + kax::sin(x);
+  };
+  auto batched = kax::vmap(f, kax::in_axes(0, kax::none))(X, w);
+  REQUIRE(calls == 1);
+  // The seed's dot(x, w) + sin(x): one matrix-vector stage, one elementwise kernel.
+  const std::string plan = kax::plan_of(batched);
+  INFO(plan);
+  REQUIRE(kax_test::starts_with(plan, "2 kernels, 1 temporary"));
+  REQUIRE(contains(plan, "kax::gemv"));
+  kax::Array<float, 2> y(64, 16);
+  {
+    launch_counter counter;
+    y = batched;
+    REQUIRE(counter.kernels == 2);
+  }
+  REQUIRE(calls == 1);
+  REQUIRE(y(3, 4) == Approx(16 + std::sin(1.0f)));
+
+  // Pure elementwise work is one kernel and no temporary.
+  const std::string ew = kax::plan_of(kax::vmap([](auto a, auto b) { return a * b + kax::exp(a); })(X, X));
+  REQUIRE(kax_test::starts_with(ew, "1 kernel, 0 temporaries"));
+  // Batched softmax computes its max once (three kernels, as unbatched softmax).
+  const std::string sm = kax::plan_of(kax::vmap([](auto r) { return kax::nn::softmax(r); })(X));
+  REQUIRE(kax_test::starts_with(sm, "3 kernels, 2 temporaries"));
+  // A batched matmul is one batched GEMM.
+  const kax::Array<float, 3> A = kax::ones<float>(8, 16, 16);
+  const std::string mm = kax::plan_of(kax::vmap([](auto a, auto b) { return kax::matmul(a, b); })(A, A));
+  INFO(mm);
+  REQUIRE(contains(mm, "8 batches of 16x16 @ 16x16"));
+}
+
+TEST_CASE("vmap reports inconsistent mapped sizes with every argument's axis and shape", "[vmap][errors]") {
+  const kax::Array<float, 2> a = kax::zeros<float>(3, 2);
+  const kax::Array<float, 1> b = kax::zeros<float>(4);
+  auto f = kax::vmap([](auto x, auto y) { return kax::sum(x) + y; });
+  try {
+    (void)f(a, b);
+    FAIL("expected kax::shape_error");
+  } catch (const kax::shape_error& e) {
+    const std::string msg = e.what();
+    INFO(msg);
+    REQUIRE(contains(msg, "vmap got inconsistent sizes for array axes to be mapped"));
+    REQUIRE(contains(msg, "axis 0 of argument 0, of shape (3, 2), has size 3"));
+    REQUIRE(contains(msg, "axis 0 of argument 1, of shape (4,), has size 4"));
+  }
+  // axis_size that disagrees with the mapped axes is reported too.
+  REQUIRE_THROWS_WITH(kax::vmap([](auto x) { return x; }, kax::axis_size(5))(b),
+                      Catch::Contains("kax::axis_size is 5") && Catch::Contains("has size 4"));
+}
+
+TEST_CASE("vmap rejects in_axes outside the argument's rank and calls without a mapped axis", "[vmap][errors]") {
+  const kax::Array<float, 2> a = kax::zeros<float>(3, 4);
+  auto id = [](auto x) { return x; };
+  REQUIRE_THROWS_AS(kax::vmap(id, kax::in_axes(2))(a), kax::axis_error);
+  REQUIRE_THROWS_WITH(kax::vmap(id, kax::in_axes(2))(a),
+                      Catch::Contains("along axis 2, which implies that its rank should be at least 3, but is only 2") &&
+                          Catch::Contains("(3, 4)"));
+  REQUIRE_THROWS_AS(kax::vmap(id, kax::in_axes(-3))(a), kax::axis_error);
+  // A scalar cannot be mapped.
+  REQUIRE_THROWS_AS(kax::vmap([](auto s) { return s; })(2.0f), kax::axis_error);
+  // Nothing mapped and no axis_size.
+  REQUIRE_THROWS_WITH(kax::vmap(id, kax::in_axes(kax::none))(a),
+                      Catch::Contains("at least one non-none value in in_axes"));
+  // out_axes beyond the result's rank.
+  REQUIRE_THROWS_AS(kax::vmap(id, kax::out_axes(3))(a), kax::axis_error);
+  // Shape errors inside f show the per-example shapes, as JAX's do.
+  REQUIRE_THROWS_WITH(kax::vmap([](auto x, auto y) { return x + y; }, kax::in_axes(0, kax::none))(a, kax::zeros<float>(3)),
+                      Catch::Contains("(4,) (3,)"));
+}
+
+TEST_CASE("a batch of zero examples gives empty results", "[vmap]") {
+  const kax::Array<float, 2> e = kax::zeros<float>(0, 3);
+  kax::Array<float, 2> r = kax::vmap([](auto x) { return x * 2 + 1; })(e);
+  REQUIRE(r.extents() == kax::shape<2>{0, 3});
+  kax::Array<float, 1> s = kax::vmap([](auto x) { return kax::sum(x); })(e);
+  REQUIRE(s.extents() == kax::shape<1>{0});
+}
