@@ -291,3 +291,13 @@ TEST_CASE("a batch of zero examples gives empty results", "[vmap]") {
   kax::Array<float, 1> s = kax::vmap([](auto x) { return kax::sum(x); })(e);
   REQUIRE(s.extents() == kax::shape<1>{0});
 }
+
+TEST_CASE("vmap batches concatenate and stack, broadcasting unmapped operands", "[vmap]") {
+  const auto x = x23();
+  const auto c = kax::from(std::vector<float>{-1, -2});
+  kax::Array<float, 2> cat = kax::vmap([](auto r, auto k) { return kax::concatenate(std::make_tuple(r, k)); },
+                                       kax::in_axes(0, kax::none))(x, c);
+  require_values(cat, {2, 5}, {0, 1, 2, -1, -2, 3, 4, 5, -1, -2});
+  kax::Array<float, 3> st = kax::vmap([](auto r) { return kax::stack(std::make_tuple(r, r * 10), -1); })(x);
+  require_values(st, {2, 3, 2}, {0, 0, 1, 10, 2, 20, 3, 30, 4, 40, 5, 50});
+}

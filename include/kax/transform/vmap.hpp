@@ -240,8 +240,9 @@ class vmapped {
       ctx.size = common_batch_size(axes, size_);
       static_assert(std::is_invocable_v<const F&, decltype(placeholder<Tag>(
                                                       args, spec(std::integral_constant<std::size_t, I>{})))...>,
-                    "kax::vmap: the function cannot be called with these arguments (one example of "
-                    "each mapped argument: its rank without the mapped axis)");
+                    "kax::vmap: the function cannot be called with one example of each mapped "
+                    "argument (its rank without the mapped axis), or its body does not compile for "
+                    "them (see the errors that follow)");
       auto y = std::invoke(f_, placeholder<Tag>(args, spec(std::integral_constant<std::size_t, I>{}))...);
       return place_all_outputs(ctx, y, out_);
     }(std::index_sequence_for<Args...>{});

@@ -27,6 +27,7 @@
 #include "kax/expr/contract/contract_expr.hpp"
 #include "kax/expr/contract/label_expr.hpp"
 #include "kax/expr/layout/broadcast_to.hpp"
+#include "kax/expr/layout/concatenate.hpp"
 #include "kax/expr/layout/reshape.hpp"
 #include "kax/expr/layout/slice.hpp"
 #include "kax/expr/layout/transpose.hpp"
@@ -275,6 +276,25 @@ auto batch_node(batch_context<Tag>& ctx, const UnitAxesExpr<E, R2>& u) {
       live[k + 1] = u.live[k];
     }
     return make_batched<true>(UnitAxesExpr<decltype(a), R2 + 1>(std::move(a), with_batch(ctx.size, u.ext), src, live));
+  }
+}
+
+// Operands of equal per-example rank: batched ones as they are, unbatched ones broadcast along
+// the batch (jnp.concatenate needs every operand to have the batch axis).
+template <class Tag, class... E>
+auto batch_node(batch_context<Tag>& ctx, const ConcatenateExpr<E...>& c) {
+  using Ctx = batch_context<Tag>;
+  if constexpr (!(batch_t<Ctx, E>::is_batched || ...)) {
+    return make_batched<false>(c);
+  } else {
+    auto operand = [&ctx](const auto& x) {
+      using X = std::remove_cvref_t<decltype(x)>;
+      if constexpr (batch_t<Ctx, X>::is_batched) return batch_node(ctx, x).expr;
+      else return BroadcastToExpr<X, rank_of<X> + 1>(x, with_batch(ctx.size, x.extents()));
+    };
+    auto args = std::apply([&](const auto&... x) { return std::make_tuple(operand(x)...); }, c.args);
+    using Out = ConcatenateExpr<decltype(operand(std::declval<const E&>()))...>;
+    return make_batched<true>(Out(std::move(args), c.axis + 1));
   }
 }
 
