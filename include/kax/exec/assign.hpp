@@ -13,6 +13,7 @@
 
 #include "kax/core/array.hpp"
 #include "kax/core/factories.hpp"
+#include "kax/exec/batch_rows.hpp"
 #include "kax/exec/kernels.hpp"
 #include "kax/exec/spaces.hpp"
 #include "kax/expr/leaf.hpp"
@@ -85,6 +86,10 @@ void evaluate_into(const ExecSpace& space, const output_target<T, R>& out, const
       e.compute_into(space, reinterpret_cast<value_type_of<E>*>(out.data), epoch);
       return;
     }
+  }
+  // A vmapped expression: batch rows with their stages in one kernel, where that applies.
+  if constexpr (is_batch_rows<E>::value) {
+    if (!e.conflicts(out_span, out.contiguous) && run_batch_rows(space, out, e, out_span, epoch)) return;
   }
   // Stages first: every reduction/contraction inside `e`, once each.
   prepare(e, epoch, space);

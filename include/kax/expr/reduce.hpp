@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string>
 
 #include "kax/core/errors.hpp"
@@ -87,6 +88,35 @@ struct ReduceExpr : expression_base, materialization_base {
   template <class Space>
   void materialize(const Space& space, std::uint64_t epoch) const {
     detail::materialize_once(*this, space, epoch);
+  }
+
+  // The operand, for walks that look through this stage (exec/batch_rows.hpp).
+  template <class F>
+  void for_each_operand(F&& f) const {
+    f(arg);
+  }
+
+  // Batch rows computed one at a time (exec/batch_rows.hpp): when axis 0 of `batch` rows is kept
+  // and each output element is one inner reduction of a single block, output element o is work
+  // item o of the reduction kernel with one element per item.
+  std::optional<detail::row_stage> row_stage(std::size_t batch) const {
+    if constexpr (!host_accessible<default_memory_space> || rank == 0) {
+      (void)batch;
+      return std::nullopt;
+    } else {
+      auto g = geometry();
+      if (g.kind != detail::reduce_kind::inner || g.blocks != 1 || axes[0] == 0 || batch == 0 ||
+          ext[0] != batch)
+        return std::nullopt;
+      g.rows_per_item = 1;
+      const std::size_t per_row = g.n_out / batch;
+      const detail::reduce_host_kernel<reducer, E, arg_rank, NR> kernel{arg, g, buffer.values.data(), nullptr};
+      return detail::row_stage{[kernel, per_row](std::size_t b0, std::size_t b1) {
+                                 for (std::size_t o = b0 * per_row; o < b1 * per_row; ++o)
+                                   kernel(static_cast<std::int64_t>(o));
+                               },
+                               detail::reduce_label<reducer, value_type>(g)};
+    }
   }
 
   void describe_stage(detail::plan_description& plan, bool into_output) const {

@@ -12,6 +12,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "kax/core/array.hpp"
 #include "kax/exec/spaces.hpp"
@@ -65,6 +67,15 @@ struct stage_buffer {
     else return {values.data() + off, strides[R - 1]};
   }
   KOKKOS_INLINE_FUNCTION T read_flat(std::size_t n) const { return values.data()[R == 0 ? 0 : n]; }
+};
+
+// A materialization computed batch row by batch row inside the row-fused kernel of a vmapped
+// expression (exec/batch_rows.hpp): run(b0, b1) writes the buffer's elements whose axis-0 index
+// is in [b0, b1), reading only the operands' rows [b0, b1); serial (the kernel is the parallel
+// loop).  `label` names it in kax::plan_of.
+struct row_stage {
+  std::function<void(std::size_t, std::size_t)> run;
+  std::string label;
 };
 
 // Computes a materialization node into its stage buffer unless this evaluation already did

@@ -3,10 +3,19 @@
 
 #include <string>
 
+#include "kax/exec/batch_rows.hpp"
 #include "kax/plan/elementwise_plan.hpp"
 #include "kax/plan/stages.hpp"
 
 namespace kax {
+
+namespace detail {
+template <expression E>
+bool describe_row_fused(const E& e, plan_description& plan) {
+  if constexpr (is_batch_rows<E>::value) return describe_batch_rows(e, plan);
+  else return (void)e, (void)plan, false;
+}
+}  // namespace detail
 
 // A readable description of how kax evaluates `e` into a fresh Array (for debugging and tests):
 //   2 kernels, 1 temporary
@@ -19,7 +28,7 @@ std::string plan_of(const E& e) {
   if constexpr (materialization<E>) {
     plan.seen.insert(e.buffer.values.data());
     e.describe_stage(plan, true);
-  } else {
+  } else if (!detail::describe_row_fused(e, plan)) {
     detail::describe(e, plan);
     const auto p = detail::plan_elementwise(e, true);
     plan.add(p.template label<value_type_of<E>, rank_of<E>>() + " (RangePolicy) -> output " +

@@ -169,7 +169,11 @@ auto place_output(batch_context<Tag>& ctx, const Y& y, const S& spec) {
       else return BroadcastToExpr<decltype(e), R + 1>(e, with_batch(ctx.size, e.extents()));
     }();
     if constexpr (std::is_same_v<S, leading_axis_t>) {
-      return batched_out;
+      // The batch is axis 0: mark it for the row-fused plan (exec/batch_rows.hpp).  A stage at
+      // the root already writes the destination directly.
+      if constexpr (B::is_batched && !materialization<decltype(batched_out)>)
+        return BatchRowsExpr<decltype(batched_out)>(std::move(batched_out), ctx.batched_stages);
+      else return batched_out;
     } else {
       const std::size_t ax = normalize_axis(spec, R + 1, "kax::vmap (out_axes)");
       return move_from_front(std::move(batched_out), ax);

@@ -201,10 +201,23 @@ struct ContractExpr : expression_base, materialization_base {
     }
   }
 
+  static constexpr bool gemv_operands = plain_leaf<A> && plain_leaf<B> &&
+                                        std::is_same_v<value_type_of<A>, promoted_type> &&
+                                        std::is_same_v<value_type_of<B>, promoted_type>;
+
   template <class Space>
   void run_gemv(const Space& space, const gemv_plan& p, value_type* out) const {
-    if constexpr (plain_leaf<A> && plain_leaf<B> && std::is_same_v<value_type_of<A>, promoted_type> &&
-                  std::is_same_v<value_type_of<B>, promoted_type>) {
+    if constexpr (gemv_operands) {
+      detail::run_gemv(space, gemv_kernel_for(p, out));
+    } else {
+      (void)space, (void)p, (void)out;
+    }
+  }
+
+  detail::gemv_kernel<promoted_type> gemv_kernel_for(const gemv_plan& p, value_type* out) const
+    requires gemv_operands
+  {
+    {
       std::array<std::ptrdiff_t, NL> sa{}, sb{};
       std::array<bool, NL> present{};
       strides_by_label(lhs(), operand_strides(lhs(), false), sa, present);
@@ -220,9 +233,7 @@ struct ContractExpr : expression_base, materialization_base {
       kernel.m = ext[p.row_label];
       kernel.k = ext[NO];
       kernel.rows_per_item = std::max<std::size_t>(1, 4096 / std::max<std::size_t>(1, kernel.k));
-      detail::run_gemv(space, kernel);
-    } else {
-      (void)space, (void)p, (void)out;
+      return kernel;
     }
   }
 
@@ -320,6 +331,32 @@ struct ContractExpr : expression_base, materialization_base {
   template <class Space>
   void materialize(const Space& space, std::uint64_t epoch) const {
     detail::materialize_once(*this, space, epoch);
+  }
+
+  // The operands, for walks that look through this stage (exec/batch_rows.hpp).
+  template <class F>
+  void for_each_operand(F&& f) const {
+    f(lhs().arg);
+    f(rhs().arg);
+  }
+
+  // Batch rows one at a time (exec/batch_rows.hpp): the matrix-vector path when the batch is its
+  // row label (row b is one row-dot), or the generic reduction's rows; not the GEMM path.
+  std::optional<detail::row_stage> row_stage(std::size_t batch) const {
+    if (!detail::runs_on_host<Kokkos::DefaultExecutionSpace> || plan_gemm()) return std::nullopt;
+    if (const auto p = plan_gemv()) {
+      if constexpr (gemv_operands) {
+        if (p->row_label != 0 || lhs().ext[0] != batch) return std::nullopt;
+        auto kernel = gemv_kernel_for(*p, buffer.values.data());
+        kernel.rows_per_item = 1;
+        return detail::row_stage{[kernel](std::size_t b0, std::size_t b1) {
+                                   for (std::size_t b = b0; b < b1; ++b) kernel(static_cast<std::int64_t>(b));
+                                 },
+                                 std::string("kax::gemv<") + dtype_name<promoted_type>() + "> row-dot"};
+      }
+      return std::nullopt;
+    }
+    return reduce.row_stage(batch);
   }
 
   void describe_stage(detail::plan_description& plan, bool into_output) const {

@@ -21,8 +21,10 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <set>
 #include <utility>
 
+#include "kax/exec/batch_rows.hpp"
 #include "kax/expr/binary.hpp"
 #include "kax/expr/contract/contract_expr.hpp"
 #include "kax/expr/contract/label_expr.hpp"
@@ -46,6 +48,8 @@ template <class Tag>
 struct batch_context {
   std::size_t size = 0;
   std::map<const void*, std::shared_ptr<void>> rewritten;
+  // The stage buffers of the batched materializations (BatchRowsExpr's row-fused plan).
+  std::shared_ptr<std::set<const void*>> batched_stages = std::make_shared<std::set<const void*>>();
 
   // The rewritten node for the materialization whose buffer is `buffer`: built by `make` the first
   // time, copied afterwards (copies share the new stage buffer).
@@ -55,6 +59,7 @@ struct batch_context {
     if (auto it = rewritten.find(key); it != rewritten.end()) return *static_cast<const Node*>(it->second.get());
     auto node = std::make_shared<Node>(make());
     rewritten.emplace(key, node);
+    batched_stages->insert(node->buffer.stamp.data());
     return *node;
   }
 };
@@ -159,6 +164,13 @@ auto batch_node(batch_context<Tag>&, const E& e) {
 template <class Tag, class E>
 auto batch_node(batch_context<Tag>&, const MappedExpr<E, Tag>& m) {
   return make_batched<true>(move_to_front(m.arg, m.axis));
+}
+
+// An inner vmap's result inside an outer vmapped function: its expression, rewritten (the outer
+// vmap marks its own result).
+template <class Tag, class E>
+auto batch_node(batch_context<Tag>& ctx, const BatchRowsExpr<E>& b) {
+  return batch_node(ctx, b.expr);
 }
 
 template <class Tag, class Op, class E>

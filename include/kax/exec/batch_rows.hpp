@@ -1,0 +1,183 @@
+// kax/exec/batch_rows.hpp — the row-fused plan of a vmapped expression: one kernel, one work
+// item per block of batch rows, each computing its rows' reductions and contractions and then its
+// rows of the output (DESIGN.md's "one team per batch element").
+//
+// vmap marks its batched result with BatchRowsExpr: axis 0 is the batch, and every reduction or
+// contraction that vmap batched (listed in `stages`, by stage buffer) keeps axis 0 and reads only
+// the same batch row of its operands, because f never saw the batch axis.  So batch row b needs
+// only row b of each stage: the staged plan's separate kernels (each a pass over the whole batch,
+// the input read once per stage) become one pass in which a row's stage results are still in
+// cache when its output is written.  Materializations vmap did not batch (they depend on no mapped
+// argument) are computed before, once, as usual.
+//
+// The plan applies on host execution spaces when every batched stage can compute single rows
+// (inner reductions of one block, matrix-vector row-dots; exec/reduce_kernels.hpp,
+// exec/host_gemm.hpp) and the destination is not read by the expression.  Otherwise (a batched
+// GEMM, a reduction over a non-trailing axis, device memory) the staged plan runs unchanged.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kax/exec/kernels.hpp"
+#include "kax/exec/spaces.hpp"
+#include "kax/plan/elementwise_plan.hpp"
+#include "kax/plan/stages.hpp"
+
+namespace kax {
+
+template <expression E>
+struct BatchRowsExpr : expression_base {
+  using value_type = value_type_of<E>;
+  static constexpr std::size_t rank = rank_of<E>;
+  static_assert(rank >= 1, "kax::BatchRowsExpr: a batched expression has a batch axis");
+  E expr;
+  std::shared_ptr<const std::set<const void*>> stages;  // stamps of the batched stage buffers
+
+  BatchRowsExpr(E e, std::shared_ptr<const std::set<const void*>> batched)
+      : expr(std::move(e)), stages(std::move(batched)) {}
+
+  shape<rank> extents() const { return expr.extents(); }
+  bool is_flat() const { return expr.is_flat(); }
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate(const multi_index<rank>& i) const { return expr.evaluate(i); }
+  KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const { return expr.evaluate_flat(n); }
+  auto row(const multi_index<rank>& i) const { return detail::row_of(expr, i); }
+  template <class F>
+  void for_each_child(F&& f) const {
+    f(expr);
+  }
+  bool conflicts(const detail::buffer_span& out, bool pointwise) const { return expr.conflicts(out, pointwise); }
+};
+
+namespace detail {
+
+template <class X>
+struct is_batch_rows : std::false_type {};
+template <class E>
+struct is_batch_rows<BatchRowsExpr<E>> : std::true_type {};
+
+// The row-fused plan of a BatchRowsExpr: its batched stages innermost first, and the other
+// materializations (computed beforehand by `before`).
+struct batch_rows_plan {
+  std::vector<row_stage> stages;
+  std::vector<std::function<void()>> before;
+  std::set<const void*> seen;
+  bool ok = true;
+};
+
+template <expression X, class Before>
+void plan_batch_rows(const X& x, const std::set<const void*>& batched, std::size_t batch, batch_rows_plan& plan,
+                     const buffer_span& destination, Before&& before) {
+  if constexpr (materialization<X>) {
+    const void* key = x.buffer.stamp.data();
+    if (!batched.count(key)) {
+      before(x);
+      return;
+    }
+    if (!plan.seen.insert(key).second) return;
+    x.for_each_operand([&](const auto& c) { plan_batch_rows(c, batched, batch, plan, destination, before); });
+    // A stage that reads the destination would see rows the kernel has already written (the
+    // staged plan finishes every stage before writing).
+    if (x.operand_reads(destination)) plan.ok = false;
+    else if (auto s = x.row_stage(batch)) plan.stages.push_back(std::move(*s));
+    else plan.ok = false;
+  } else if constexpr (has_children<X>) {
+    x.for_each_child([&](const auto& c) { plan_batch_rows(c, batched, batch, plan, destination, before); });
+  }
+}
+
+// Batch rows per work item: about 8192 output elements, and at least four items per thread.
+inline std::size_t batch_rows_per_item(std::size_t batch, std::size_t row_elements, std::size_t concurrency) {
+  std::size_t rows = std::max<std::size_t>(1, 8192 / std::max<std::size_t>(1, row_elements));
+  const std::size_t spread = (batch + 4 * concurrency - 1) / (4 * concurrency);
+  return std::max<std::size_t>(1, std::min(rows, spread));
+}
+
+template <class T, std::size_t R, class E>
+struct batch_rows_kernel {
+  const std::vector<row_stage>* stages;
+  output_target<T, R> out;
+  E expr;
+  std::size_t batch, rows_per_item, per_batch;  // per_batch: output rows (strided) or elements (flat)
+  bool flat;
+
+  void operator()(const std::int64_t w) const {
+    const std::size_t b0 = static_cast<std::size_t>(w) * rows_per_item;
+    const std::size_t b1 = std::min(batch, b0 + rows_per_item);
+    for (const row_stage& s : *stages) s.run(b0, b1);
+    if (flat) {
+      const flat_host_kernel<T, E> k{out.data, expr, batch * per_batch, per_batch};
+      for (std::size_t b = b0; b < b1; ++b) k(static_cast<std::int64_t>(b));
+    } else {
+      const strided_host_kernel<T, R, E> k{out, expr, 1, out.ext[R - 1]};
+      for (std::size_t r = b0 * per_batch; r < b1 * per_batch; ++r) k(static_cast<std::int64_t>(r));
+    }
+  }
+};
+
+// Runs the row-fused plan of `e` into `out`, or returns false (nothing run) when it does not
+// apply; `epoch` is the evaluation's.
+template <class ExecSpace, class T, std::size_t R, class E>
+bool run_batch_rows(const ExecSpace& space, const output_target<T, R>& out, const BatchRowsExpr<E>& e,
+                    const buffer_span& destination, std::uint64_t epoch) {
+  if constexpr (!runs_on_host<ExecSpace> || R == 0) {
+    (void)space, (void)out, (void)e, (void)destination, (void)epoch;
+    return false;
+  } else {
+    const std::size_t batch = out.ext[0];
+    const std::size_t n = size_of(e.extents());
+    if (!e.stages || e.stages->empty() || batch < 2 || n == 0) return false;
+    batch_rows_plan plan;
+    plan_batch_rows(e.expr, *e.stages, batch, plan, destination, [&](const auto& x) {
+      plan.before.push_back([&x, epoch, &space] { prepare(x, epoch, space); });
+    });
+    if (!plan.ok || plan.stages.empty()) return false;
+    for (const auto& f : plan.before) f();
+    const bool flat = plan_elementwise(e.expr, out.contiguous).flat;
+    const std::size_t per_batch = flat ? n / batch : n / batch / out.ext[R - 1];
+    const auto conc = static_cast<std::size_t>(ExecSpace::concurrency());
+    const std::size_t rows = batch_rows_per_item(batch, n / batch, conc);
+    const auto items = static_cast<std::int64_t>((batch + rows - 1) / rows);
+    Kokkos::parallel_for(std::string("kax::eval<batch rows,") + dtype_name<T>() + ",rank" + std::to_string(R) + ">",
+                         Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, items),
+                         batch_rows_kernel<T, R, E>{&plan.stages, out, e.expr, batch, rows, per_batch, flat});
+    return true;
+  }
+}
+
+// kax::plan_of's line for the row-fused plan, or an empty string when the staged plan runs.
+template <class E>
+bool describe_batch_rows(const BatchRowsExpr<E>& e, plan_description& plan) {
+  if constexpr (!runs_on_host<Kokkos::DefaultExecutionSpace>) {
+    (void)e, (void)plan;
+    return false;
+  } else {
+    const auto s = e.extents();
+    const std::size_t batch = s[0], n = size_of(s);
+    if (!e.stages || e.stages->empty() || batch < 2 || n == 0) return false;
+    batch_rows_plan rows_plan;
+    plan_description before;
+    plan_batch_rows(e.expr, *e.stages, batch, rows_plan, buffer_span{}, [&](const auto& x) { describe(x, before); });
+    if (!rows_plan.ok || rows_plan.stages.empty()) return false;
+    for (auto& k : before.kernels) plan.add(std::move(k));
+    plan.temporaries += before.temporaries + rows_plan.stages.size();
+    const auto conc = static_cast<std::size_t>(Kokkos::DefaultExecutionSpace::concurrency());
+    const std::size_t rows = batch_rows_per_item(batch, n / batch, conc);
+    std::string line = std::string("kax::eval<batch rows,") + dtype_name<value_type_of<E>>() + ",rank" +
+                       std::to_string(rank_of<E>) + "> (RangePolicy, " + std::to_string((batch + rows - 1) / rows) +
+                       " items of " + std::to_string(rows) + " batch rows; per row:";
+    for (const auto& st : rows_plan.stages) line += " " + st.label + " ->";
+    line += " " + plan_elementwise(e.expr, true).template label<value_type_of<E>, rank_of<E>>() + ") -> output " +
+            typed_shape<value_type_of<E>>(s);
+    plan.add(line);
+    return true;
+  }
+}
+
+}  // namespace detail
+}  // namespace kax
