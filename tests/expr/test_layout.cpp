@@ -126,6 +126,28 @@ TEST_CASE("expand_dims(x, -1) broadcast along a new last axis reads x at the row
     }
 }
 
+TEST_CASE("squeezing the last axis of a strided operand walks the axis that becomes the last",
+          "[expr][layout]") {
+  const auto g = grid(3, 4);  // g(i, j) = 100 i + j
+  // g[:, 1:2] squeezed: the column g(:, 1); the operand's rows (its last axis) have one element.
+  kax::Array<double, 1> col = kax::squeeze(kax::slice(g, {kax::colon, kax::range(1, 2)}), 1L);
+  for (std::size_t i = 0; i < 3; ++i) REQUIRE(col(i) == 100.0 * i + 1);
+  kax::Array<double, 2> t = kax::squeeze(kax::expand_dims(kax::transpose(g), -1), -1L) + 0.0;
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 4; ++j) REQUIRE(t(j, i) == 100.0 * i + j);
+  // Reduced along that axis too.
+  kax::Array<double, 0> s = kax::sum(kax::squeeze(kax::slice(g, {kax::colon, kax::range(2, 3)}), 1L));
+  REQUIRE(s() == 300.0 + 6);
+}
+
+TEST_CASE("a generic row held by expand_dims(x, -1) stays held when broadcast", "[expr][layout]") {
+  const auto v = kax::from(std::vector<double>{10, 20, 30});
+  // reshape has no row evaluator of its own: its rows are generic rows.
+  kax::Array<double, 2> r = kax::expand_dims(kax::reshape(kax::reshape(v, {3, 1}), {-1}), 1) + kax::zeros<double>(3, 2);
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t k = 0; k < 2; ++k) REQUIRE(r(i, k) == 10.0 * (i + 1));
+}
+
 TEST_CASE("expand_dims and squeeze reject bad axes", "[expr][layout]") {
   const auto x = layout_x();
   REQUIRE_THROWS_AS(kax::expand_dims(x, 4), kax::axis_error);

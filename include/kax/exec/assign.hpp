@@ -50,7 +50,7 @@ void launch_elementwise(const ExecSpace& space, const output_target<T, R>& out, 
       const std::size_t piece_len = (last + pieces - 1) / pieces;
       Kokkos::parallel_for(
           label, Kokkos::RangePolicy<ExecSpace, index>(space, 0, static_cast<std::int64_t>(rows * pieces)),
-          strided_host_kernel<T, R, E>{out, e, pieces, piece_len});
+          strided_host_kernel<T, R, E>{out, e, pieces, piece_len, rows_exact(e)});
     }
   } else {
     const auto count = static_cast<std::int64_t>(n);

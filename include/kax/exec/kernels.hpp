@@ -54,6 +54,7 @@ struct strided_host_kernel {
   E expr;
   std::size_t pieces;
   std::size_t piece_len;
+  bool rows = true;  // rows_exact(expr): false reads through generic rows
 
   void operator()(const std::int64_t w) const {
     std::size_t row = static_cast<std::size_t>(w) / pieces;
@@ -70,7 +71,7 @@ struct strided_host_kernel {
     const std::size_t st = out.strides[R - 1];
     T* __restrict__ o = out.data;
     // One row evaluator per row (expr/detail/row.hpp): the inner loop is pointer arithmetic only.
-    with_row(row_of(expr, idx), [&](const auto& r) {
+    with_row_of(expr, idx, rows, [&](const auto& r) {
       if (st == 1) {
 #pragma omp simd
         for (std::size_t j = begin; j < end; ++j) o[base + j] = static_cast<T>(r(j));

@@ -14,6 +14,7 @@
 #include "kax/core/config.hpp"
 #include "kax/exec/spaces.hpp"
 #include "kax/expr/concepts.hpp"
+#include "kax/expr/stage_buffer.hpp"
 #include "kax/plan/reduce_plan.hpp"
 
 namespace kax::detail {
@@ -70,6 +71,7 @@ struct reduce_host_kernel {
   reduce_geometry<R, NR> g;
   result_type* out;
   acc_type* partial;  // blocks > 1: one accumulator per work item
+  bool rows = true;   // rows_exact(expr): false reads through generic rows
 
   void store(std::size_t o, std::size_t w, const acc_type& a) const {
     if (g.blocks == 1) out[o] = Red::finalize(a, g.n_red);
@@ -81,7 +83,7 @@ struct reduce_host_kernel {
   void segment(acc_type* lanes, const multi_index<R>& idx, std::size_t a, std::size_t j0,
                std::size_t j1, std::size_t pos0) const {
     if constexpr (R > 0 && Last) {
-      with_row(row_of(expr, idx), [&](const auto& row) {
+      with_row_of(expr, idx, rows, [&](const auto& row) {
         // A local copy of the lanes, which does not escape, stays in vector registers.
         acc_type acc[LL];
         for (std::size_t l = 0; l < LL; ++l) acc[l] = lanes[l];
@@ -186,7 +188,7 @@ struct reduce_host_kernel {
           if (g.inner_is_last) {
             // The common case (a row reduction): the whole row in registers, one call.
             out[o] = Red::finalize(
-                with_row(row_of(expr, idx), [&](const auto& row) { return reduce_row<Red, LL>(row, g.inner, 0); }),
+                with_row_of(expr, idx, rows, [&](const auto& row) { return reduce_row<Red, LL>(row, g.inner, 0); }),
                 g.n_red);
           } else {
             segment<false, LL>(lanes, idx, a, 0, g.inner, 0);
@@ -234,7 +236,7 @@ struct reduce_host_kernel {
       for (std::size_t k = 0; k < NR; ++k) idx[g.red_axes[k]] = start[k];
       std::size_t in_part = 0;
       for (std::size_t q = begin; q < end; ++q) {
-        with_row(row_of(expr, idx), [&](const auto& row) {
+        with_row_of(expr, idx, rows, [&](const auto& row) {
 #pragma omp simd
           for (std::size_t c = 0; c < nc; ++c) part[c] = Red::combine(part[c], Red::lift(row(c0 + c), q));
         });
@@ -338,7 +340,7 @@ void run_reduce(const ExecSpace& space, const E& expr, reduce_geometry<R, NR> g,
   const auto items = static_cast<std::int64_t>(g.items());
   if constexpr (runs_on_host<ExecSpace>) {
     Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace, index>(space, 0, items),
-                         reduce_host_kernel<Red, E, R, NR>{expr, g, out, partial.data()});
+                         reduce_host_kernel<Red, E, R, NR>{expr, g, out, partial.data(), rows_exact(expr)});
   } else {
     Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace, index>(space, 0, items),
                          reduce_device_kernel<Red, E, R, NR>{expr, g, out, partial.data()});

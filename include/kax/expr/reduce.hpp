@@ -110,7 +110,8 @@ struct ReduceExpr : expression_base, materialization_base {
         return std::nullopt;
       g.rows_per_item = 1;
       const std::size_t per_row = g.n_out / batch;
-      const detail::reduce_host_kernel<reducer, E, arg_rank, NR> kernel{arg, g, buffer.values.data(), nullptr};
+      const detail::reduce_host_kernel<reducer, E, arg_rank, NR> kernel{arg, g, buffer.values.data(), nullptr,
+                                                                           detail::rows_exact(arg)};
       return detail::row_stage{[kernel, per_row](std::size_t b0, std::size_t b1) {
                                  for (std::size_t o = b0 * per_row; o < b1 * per_row; ++o)
                                    kernel(static_cast<std::int64_t>(o));

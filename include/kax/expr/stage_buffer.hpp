@@ -30,6 +30,26 @@ concept materialization = expression<E> && std::derived_from<std::remove_cvref_t
 
 namespace detail {
 
+// Whether every node's row evaluator in `e` is exact.  A node whose rows cannot follow its output
+// row in some configuration (a squeeze of the operand's last axis, where an earlier operand axis
+// becomes the output's last) says so with `rows_exact()`; kernels then read `e` through generic
+// rows (evaluate per element).  Stage buffers' rows are always exact.
+template <class E>
+bool rows_exact(const E& e) {
+  if constexpr (requires { e.rows_exact(); }) {
+    if (!e.rows_exact()) return false;
+  }
+  if constexpr (materialization<E>) {
+    return true;
+  } else if constexpr (requires { e.for_each_child([](const auto&) {}); }) {
+    bool ok = true;
+    e.for_each_child([&ok](const auto& c) { ok = ok && rows_exact(c); });
+    return ok;
+  } else {
+    return true;
+  }
+}
+
 // A fresh number for each top-level evaluation (0 is never handed out: "not computed yet").
 inline std::uint64_t next_evaluation_epoch() {
   static std::atomic<std::uint64_t> counter{0};

@@ -37,7 +37,7 @@ struct generic_row {
     if constexpr (E::rank > 0) i[E::rank - 1] = pinned ? base[E::rank - 1] : j;
     return node->evaluate(i);
   }
-  generic_row broadcast() const { return at(0); }
+  generic_row broadcast() const { return pinned ? *this : at(0); }  // a held row stays held
   generic_row at(std::size_t k) const {
     generic_row r{node, base, true};
     if constexpr (E::rank > 0) r.base[E::rank - 1] = k;
@@ -158,11 +158,22 @@ Row operand_row(const Row& row, const multi_index<Rc>& keep) {
   else return keep[Rc - 1] ? row : row.broadcast();
 }
 
+// Runs body(row) with the row of `e` through `i`: its row evaluator (contiguous version when it
+// has one), or, when `exact` is false (rows_exact, expr/stage_buffer.hpp), the generic row.
+template <class E, class Body>
+auto with_row_of(const E& e, const multi_index<E::rank>& i, bool exact, Body&& body);
+
 // Runs body(row) with the contiguous version of `row` when it has one (see the file comment).
 template <class Row, class Body>
 auto with_row(const Row& row, Body&& body) {
   if (row.unit()) return body(row.as_unit());
   else return body(row);
+}
+
+template <class E, class Body>
+auto with_row_of(const E& e, const multi_index<E::rank>& i, bool exact, Body&& body) {
+  if (exact) return with_row(row_of(e, i), body);
+  return body(generic_row<E>{&e, i});
 }
 
 }  // namespace kax::detail

@@ -46,6 +46,18 @@ struct UnitAxesExpr : expression_base {
     if constexpr (arg_rank > 0) return walks ? a : a.at(c[arg_rank - 1]);
     else return a.broadcast();
   }
+  // row() follows the operand's last axis: exact unless that axis is squeezed while an earlier
+  // operand axis feeds the output's last axis (squeeze(x[:, 1:2], 1) with x not flat).
+  bool rows_exact() const {
+    if constexpr (arg_rank == 0 || R2 == 0) {
+      return true;
+    } else {
+      if (live[arg_rank - 1]) return true;
+      for (std::size_t k = 0; k < arg_rank; ++k)
+        if (live[k] && src[k] == R2 - 1) return false;
+      return true;
+    }
+  }
   // The operands, for the planner's walks (plan/stages.hpp).
   template <class F>
   void for_each_child(F&& f) const {
