@@ -53,6 +53,14 @@ struct is_std_array<std::array<X, N>> : std::true_type {};
 template <class S>
 inline constexpr bool nested_spec = is_axes_spec<std::remove_cvref_t<S>>::value;
 
+// The spec of element I of a tuple argument or output: its nested entry, or the one entry that
+// covers every element.
+template <std::size_t I, class S>
+decltype(auto) element_spec(const S& spec) {
+  if constexpr (nested_spec<S>) return std::get<I>(entries_of(spec));
+  else return spec;
+}
+
 // One mapped axis of one argument, for the size check and its message.
 struct mapped_axis {
   std::size_t size;
@@ -71,11 +79,7 @@ void collect_axes(const X& x, const S& spec, const std::string& name, std::vecto
                     "tuple argument");
     }
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      auto element_spec = [&](auto i) -> decltype(auto) {
-        if constexpr (nested_spec<S>) return std::get<decltype(i)::value>(entries_of(spec));
-        else return spec;
-      };
-      (collect_axes(std::get<I>(x), element_spec(std::integral_constant<std::size_t, I>{}),
+      (collect_axes(std::get<I>(x), element_spec<I>(spec),
                     name + "[" + std::to_string(I) + "]", out),
        ...);
     }(std::make_index_sequence<n>{});
@@ -131,12 +135,8 @@ auto placeholder(const X& x, const S& spec) {
         using P = decltype(placeholder<Tag>(std::get<0>(x), spec));
         return std::array<P, sizeof...(I)>{placeholder<Tag>(std::get<I>(x), spec)...};
       } else {
-        auto element_spec = [&](auto i) -> decltype(auto) {
-          if constexpr (nested_spec<S>) return std::get<decltype(i)::value>(entries_of(spec));
-          else return spec;
-        };
         return std::make_tuple(
-            placeholder<Tag>(std::get<I>(x), element_spec(std::integral_constant<std::size_t, I>{}))...);
+            placeholder<Tag>(std::get<I>(x), element_spec<I>(spec))...);
       }
     }(std::make_index_sequence<std::tuple_size_v<T>>{});
   } else if constexpr (std::is_same_v<S, long> && !scalar<X> && rank_of<expr_t<X>> >= 1) {
@@ -191,12 +191,8 @@ auto place_outputs(batch_context<Tag>& ctx, const Y& y, const S& spec) {
                     "tuple the function returns");
     }
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      auto element_spec = [&](auto i) -> decltype(auto) {
-        if constexpr (nested_spec<S>) return std::get<decltype(i)::value>(entries_of(spec));
-        else return spec;
-      };
       return std::make_tuple(
-          place_outputs(ctx, std::get<I>(y), element_spec(std::integral_constant<std::size_t, I>{}))...);
+          place_outputs(ctx, std::get<I>(y), element_spec<I>(spec))...);
     }(std::make_index_sequence<n>{});
   } else {
     return place_output(ctx, y, spec);
