@@ -33,6 +33,8 @@ struct mapped_arg {
   long axis;
 };
 template <class A>
+mapped_arg(A, long) -> mapped_arg<A>;  // clang 14 has no CTAD for aggregates
+template <class A>
 struct fixed_arg {
   A value;
 };

@@ -17,6 +17,7 @@
 
 #include "kax/core/config.hpp"
 #include "kax/core/extents.hpp"
+#include "kax/core/detail/simd_warnings_off.hpp"  // after every other include
 
 namespace kax::detail {
 
@@ -199,3 +200,5 @@ void run_gemv(const ExecSpace& space, const gemv_kernel<T>& kernel) {
 }
 
 }  // namespace kax::detail
+
+#include "kax/core/detail/simd_warnings_on.hpp"

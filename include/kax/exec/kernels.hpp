@@ -12,6 +12,7 @@
 #include "kax/core/config.hpp"
 #include "kax/core/extents.hpp"
 #include "kax/expr/detail/row.hpp"
+#include "kax/core/detail/simd_warnings_off.hpp"  // after every other include
 
 namespace kax::detail {
 
@@ -105,3 +106,5 @@ struct strided_device_kernel {
 };
 
 }  // namespace kax::detail
+
+#include "kax/core/detail/simd_warnings_on.hpp"

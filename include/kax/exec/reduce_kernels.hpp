@@ -16,6 +16,7 @@
 #include "kax/expr/concepts.hpp"
 #include "kax/expr/stage_buffer.hpp"
 #include "kax/plan/reduce_plan.hpp"
+#include "kax/core/detail/simd_warnings_off.hpp"  // after every other include
 
 namespace kax::detail {
 
@@ -352,3 +353,5 @@ void run_reduce(const ExecSpace& space, const E& expr, reduce_geometry<R, NR> g,
 }
 
 }  // namespace kax::detail
+
+#include "kax/core/detail/simd_warnings_on.hpp"

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cmath>  // defines __GLIBC__
+#include "kax/core/detail/simd_warnings_off.hpp"  // after every other include
 
 namespace kax::detail::libmvec {
 
@@ -59,3 +60,5 @@ inline double kax_libmvec_erf(double x) { return std::erf(x); }
 #endif
 
 }  // namespace kax::detail::libmvec
+
+#include "kax/core/detail/simd_warnings_on.hpp"

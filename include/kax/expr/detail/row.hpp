@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "kax/core/extents.hpp"
+#include "kax/core/detail/simd_warnings_off.hpp"  // after every other include
 
 namespace kax::detail {
 
@@ -177,3 +178,5 @@ auto with_row_of(const E& e, const multi_index<E::rank>& i, bool exact, Body&& b
 }
 
 }  // namespace kax::detail
+
+#include "kax/core/detail/simd_warnings_on.hpp"

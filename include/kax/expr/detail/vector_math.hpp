@@ -39,6 +39,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include "kax/core/detail/simd_warnings_off.hpp"  // after every other include
 
 namespace kax::detail::vmath {
 namespace impl {
@@ -466,3 +467,5 @@ template <class T>
 [[gnu::always_inline]] inline double tanh(double x) { return impl::tanh_impl(x); }
 
 }  // namespace kax::detail::vmath
+
+#include "kax/core/detail/simd_warnings_on.hpp"

@@ -22,6 +22,7 @@
 
 #include "kax/expr/detail/libmvec.hpp"
 #include "kax/expr/detail/vector_math.hpp"
+#include "kax/core/detail/simd_warnings_off.hpp"  // after every other include
 
 namespace kax::nn::detail {
 namespace libmvec_erf = kax::detail::libmvec;
@@ -107,3 +108,5 @@ template <class T>
 }
 
 }  // namespace kax::nn::detail
+
+#include "kax/core/detail/simd_warnings_on.hpp"

@@ -15,6 +15,7 @@
 #include "kax/core/config.hpp"
 #include "kax/expr/ops.hpp"
 #include "kax/nn/detail/erf.hpp"
+#include "kax/core/detail/simd_warnings_off.hpp"  // after every other include
 
 namespace kax::nn::detail {
 
@@ -121,3 +122,5 @@ struct finite_or_zero_op : kax::detail::floating {
 };
 
 }  // namespace kax::nn::detail
+
+#include "kax/core/detail/simd_warnings_on.hpp"
