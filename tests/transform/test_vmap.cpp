@@ -358,6 +358,15 @@ TEST_CASE("the row-fused plan gives the staged plan's values, also for unbatched
             REQUIRE(c(b, 1, d) == Approx(-2 * X(b, d) - m).margin(1e-12));
           }
       }
+      // A scalar per example from two stages, read through a transpose (not flat): each batch row
+      // writes one element (regression: the row-fused kernel wrote nothing for rank-1 results).
+      kax::Array<double, 2> XT = kax::transpose(X);
+      kax::Array<double, 1> spread = kax::vmap([](auto x) { return kax::max(x) - kax::min(x); }, kax::in_axes(1))(XT);
+      for (std::size_t b = 0; b < B; ++b) {
+        double hi = -1e300, lo = 1e300;
+        for (std::size_t d = 0; d < D; ++d) hi = std::max(hi, X(b, d)), lo = std::min(lo, X(b, d));
+        REQUIRE(spread(b) == hi - lo);
+      }
       // The destination is an input of a stage (M = X inside every row's product): the staged plan
       // runs, computing every row's product before writing any row.
       auto h = [](auto x, auto m) { return kax::sum(m * x, 0) + kax::max(x); };

@@ -125,6 +125,10 @@ struct batch_rows_kernel {
     if (flat) {
       const flat_host_kernel<T, E> k{out.data, expr, batch * per_batch, per_batch};
       for (std::size_t b = b0; b < b1; ++b) k(static_cast<std::int64_t>(b));
+    } else if constexpr (R == 1) {
+      // One element per batch row (f returned a scalar): the output's only axis is the batch.
+      for (std::size_t b = b0; b < b1; ++b)
+        out.data[out.offset(multi_index<1>{b})] = static_cast<T>(expr.evaluate(multi_index<1>{b}));
     } else {
       const strided_host_kernel<T, R, E> k{out, expr, 1, out.ext[R - 1], rows};
       for (std::size_t r = b0 * per_batch; r < b1 * per_batch; ++r) k(static_cast<std::int64_t>(r));
@@ -151,7 +155,9 @@ bool run_batch_rows(const ExecSpace& space, const output_target<T, R>& out, cons
     if (!plan.ok || plan.stages.size() < batch_rows_min_stages) return false;
     for (const auto& f : plan.before) f();
     const bool flat = plan_elementwise(e.expr, out.contiguous).flat;
-    const std::size_t per_batch = flat ? n / batch : n / batch / out.ext[R - 1];
+    // Per batch row: output elements (flat) or output rows of the last axis (strided; unused
+    // for rank 1, where each batch row is one element).
+    const std::size_t per_batch = flat || R == 1 ? n / batch : n / batch / out.ext[R - 1];
     const auto conc = static_cast<std::size_t>(ExecSpace::concurrency());
     const std::size_t rows = batch_rows_per_item(batch, n / batch, conc);
     const auto items = static_cast<std::int64_t>((batch + rows - 1) / rows);
