@@ -27,4 +27,5 @@
 #include "kax/nn.hpp"
 #include "kax/plan/elementwise_plan.hpp"
 #include "kax/plan/plan_of.hpp"
+#include "kax/random.hpp"
 #include "kax/transform/vmap.hpp"

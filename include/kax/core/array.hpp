@@ -22,7 +22,7 @@
 
 namespace kax {
 
-template <dtype T, std::size_t R, class MemorySpace>
+template <element_dtype T, std::size_t R, class MemorySpace>
 struct ArrayLeaf;
 
 namespace detail {
@@ -68,11 +68,11 @@ template <class MemorySpace>
 inline constexpr bool host_accessible =
     Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible;
 
-template <dtype T, std::size_t R, class MemorySpace>
+template <element_dtype T, std::size_t R, class MemorySpace>
 class ArrayView;
 
 // An owning, reference-counted, row-major array of static rank R (jax.Array's counterpart).
-template <dtype T, std::size_t R, class MemorySpace = default_memory_space>
+template <element_dtype T, std::size_t R, class MemorySpace = default_memory_space>
 class Array {
  public:
   using value_type = T;
@@ -169,7 +169,7 @@ class Array {
 
 // A non-owning view of row-major memory (an Array's, or any pointer's): the caller keeps the
 // memory alive, as with std::span or Eigen::Map.
-template <dtype T, std::size_t R, class MemorySpace = default_memory_space>
+template <element_dtype T, std::size_t R, class MemorySpace = default_memory_space>
 class ArrayView {
  public:
   using value_type = T;

@@ -21,6 +21,16 @@ concept dtype = std::same_as<T, float> || std::same_as<T, double> ||
                 std::same_as<T, std::int32_t> || std::same_as<T, std::int64_t> ||
                 std::same_as<T, bool>;
 
+// JAX's extended dtypes: element types that are not numbers (kax::random::Key, JAX's
+// key<fry>).  Arrays hold them and kernels move them; arithmetic, promotion and reductions do not
+// apply (those take kax::dtype).  A specialization provides `static constexpr const char* name`.
+template <class T>
+struct extended_dtype : std::false_type {};
+
+// What a kax::Array can hold: a dtype or an extended dtype.
+template <class T>
+concept element_dtype = dtype<T> || extended_dtype<T>::value;
+
 // A C++ scalar that can stand in an expression (it becomes a weakly typed constant).
 template <class T>
 concept scalar = std::is_arithmetic_v<std::remove_cvref_t<T>>;
@@ -68,9 +78,10 @@ template <dtype T>
 using float_of_t = std::conditional_t<std::is_floating_point_v<T>, T, double>;
 
 // NumPy's name of a dtype, for messages and kernel labels.
-template <dtype T>
+template <element_dtype T>
 constexpr const char* dtype_name() {
-  if constexpr (std::same_as<T, float>) return "float32";
+  if constexpr (extended_dtype<T>::value) return extended_dtype<T>::name;
+  else if constexpr (std::same_as<T, float>) return "float32";
   else if constexpr (std::same_as<T, double>) return "float64";
   else if constexpr (std::same_as<T, std::int32_t>) return "int32";
   else if constexpr (std::same_as<T, std::int64_t>) return "int64";

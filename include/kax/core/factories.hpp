@@ -13,7 +13,7 @@ namespace kax {
 
 namespace detail {
 
-template <dtype T, std::size_t R, class M = default_memory_space>
+template <element_dtype T, std::size_t R, class M = default_memory_space>
 Array<T, R, M> uninitialized(const shape<R>& s, const char* label = "kax::Array") {
   using V = typename Array<T, R, M>::view_type;
   return Array<T, R, M>(make_view<V, R>(label, s, false, std::make_index_sequence<R>{}));

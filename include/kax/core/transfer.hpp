@@ -10,7 +10,7 @@ namespace kax {
 
 // A host-accessible array with a's values (jax.device_get).  Shares the buffer when a already
 // lives in host-accessible memory; otherwise copies (and waits for pending kernels).
-template <dtype T, std::size_t R, class M>
+template <element_dtype T, std::size_t R, class M>
 Array<T, R, Kokkos::HostSpace> to_host(const Array<T, R, M>& a) {
   if constexpr (std::is_same_v<M, Kokkos::HostSpace>) {
     return a;
@@ -22,13 +22,13 @@ Array<T, R, Kokkos::HostSpace> to_host(const Array<T, R, M>& a) {
 }
 
 // jax.device_get
-template <dtype T, std::size_t R, class M>
+template <element_dtype T, std::size_t R, class M>
 Array<T, R, Kokkos::HostSpace> device_get(const Array<T, R, M>& a) {
   return to_host(a);
 }
 
 // An array in the default (device) memory space with a's values (jax.device_put(x)).
-template <dtype T, std::size_t R, class M>
+template <element_dtype T, std::size_t R, class M>
 Array<T, R> device_put(const Array<T, R, M>& a) {
   if constexpr (std::is_same_v<M, default_memory_space>) {
     return a;
@@ -40,7 +40,7 @@ Array<T, R> device_put(const Array<T, R, M>& a) {
 }
 
 // The values in row-major order, on the host.
-template <dtype T, std::size_t R, class M>
+template <element_dtype T, std::size_t R, class M>
 std::vector<T> to_vector(const Array<T, R, M>& a) {
   const auto h = to_host(a);
   Kokkos::fence();

@@ -26,7 +26,7 @@ Array<value_type_of<E>, rank_of<E>, typename ExecSpace::memory_space> eval(const
 }
 
 // An Array evaluates to itself (lets generic code call eval on anything array-like).
-template <dtype T, std::size_t R, class M>
+template <element_dtype T, std::size_t R, class M>
 const Array<T, R, M>& eval(const Array<T, R, M>& a) {
   return a;
 }

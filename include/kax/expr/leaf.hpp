@@ -12,7 +12,7 @@ namespace kax {
 // Reads a strided buffer.  `view` carries ownership (managed for Arrays, so an expression kept in
 // `auto` never dangles; unmanaged for views and Eigen objects) and the pointer; indexing goes
 // through `strides` so that column-major or outer-strided Eigen storage is read in place.
-template <dtype T, std::size_t R, class MemorySpace>
+template <element_dtype T, std::size_t R, class MemorySpace>
 struct ArrayLeaf : expression_base {
   using value_type = T;
   using memory_space = MemorySpace;
@@ -93,12 +93,12 @@ template <class T, std::size_t R, class M>
 struct is_array_leaf<ArrayLeaf<T, R, M>> : std::true_type {};
 }  // namespace detail
 
-template <dtype T, std::size_t R, class M>
+template <element_dtype T, std::size_t R, class M>
 ArrayLeaf<T, R, M> Array<T, R, M>::as_leaf() const {
   return ArrayLeaf<T, R, M>(view_);
 }
 
-template <dtype T, std::size_t R, class M>
+template <element_dtype T, std::size_t R, class M>
 ArrayLeaf<T, R, M> ArrayView<T, R, M>::as_leaf() const {
   return ArrayLeaf<T, R, M>(view_);
 }
