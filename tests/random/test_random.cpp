@@ -112,6 +112,8 @@ TEST_CASE("bits, uniform and bernoulli equal jax.random's bit for bit", "[random
   require_exact(values(kax::Array<std::int64_t, 2>(random::bits(k42, {3, 5}))), "random_bits_key42_3x5");
   require_exact(values(kax::Array<float, 1>(random::uniform<float>(k0, {1000}))), "random_uniform_f32_key0_1000");
   require_exact(values(kax::Array<double, 1>(random::uniform<double>(k0, {1000}))), "random_uniform_f64_key0_1000");
+  require_exact(values(kax::Array<float, 1>(random::uniform<float>(k0, {1000}, 0.0f, 1.0f))),
+                "random_uniform_f32_key0_1000");
   require_exact(values(kax::Array<bool, 1>(random::bernoulli(random::key(7), 0.3, {500}))),
                 "random_bernoulli_key7_p03_500");
   // minval/maxval: u * (maxval - minval) + minval as one fused multiply-add, as XLA emits it.

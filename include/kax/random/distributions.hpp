@@ -5,6 +5,7 @@
 // threefry2x32 block of n (random/random_expr.hpp).  The bit manipulations are JAX's
 // (jax/_src/random.py; see docs/random.md for the line-by-line correspondence):
 //   32-bit draws use block.w0 ^ block.w1, 64-bit draws (w0 << 32) | w1;
+// (each takes the element's counter: random_expr.hpp)
 //   uniform keeps the top mantissa bits: float((bits >> 9) | 0x3f800000) - 1 in [0, 1), then
 //     u * (maxval - minval) + minval (one fused multiply-add, as XLA emits it), clamped below at
 //     minval;
@@ -12,6 +13,7 @@
 //   bernoulli is uniform float32 < p.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <concepts>
@@ -19,6 +21,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "kax/core/dtype.hpp"
 #include "kax/core/errors.hpp"
@@ -29,12 +32,12 @@ namespace kax::random {
 
 namespace detail {
 
-KOKKOS_FORCEINLINE_FUNCTION std::uint32_t bits32(const Key& k, std::uint64_t n) {
+KOKKOS_FORCEINLINE_FUNCTION std::uint32_t bits32(const Key& k, counter n) {
   std::uint32_t a = 0, b = 0;
   block(k, n, a, b);
   return a ^ b;
 }
-KOKKOS_FORCEINLINE_FUNCTION std::uint64_t bits64(const Key& k, std::uint64_t n) {
+KOKKOS_FORCEINLINE_FUNCTION std::uint64_t bits64(const Key& k, counter n) {
   std::uint32_t a = 0, b = 0;
   block(k, n, a, b);
   return (static_cast<std::uint64_t>(a) << 32) | b;
@@ -42,7 +45,7 @@ KOKKOS_FORCEINLINE_FUNCTION std::uint64_t bits64(const Key& k, std::uint64_t n) 
 
 // A float in [0, 1) from the top mantissa-many bits of a draw (jax.random.uniform).
 template <class T>
-KOKKOS_FORCEINLINE_FUNCTION T unit_float(const Key& k, std::uint64_t n) {
+KOKKOS_FORCEINLINE_FUNCTION T unit_float(const Key& k, counter n) {
   if constexpr (std::is_same_v<T, float>) {
     return std::bit_cast<float>((bits32(k, n) >> 9) | 0x3f800000u) - 1.0f;
   } else {
@@ -53,7 +56,7 @@ KOKKOS_FORCEINLINE_FUNCTION T unit_float(const Key& k, std::uint64_t n) {
 // jax.random.bits with 32-bit width, widened to int64 (kax has no unsigned dtypes).
 struct bits_dist {
   using value_type = std::int64_t;
-  KOKKOS_FORCEINLINE_FUNCTION std::int64_t operator()(const Key& k, std::uint64_t n) const {
+  KOKKOS_FORCEINLINE_FUNCTION std::int64_t operator()(const Key& k, counter n) const {
     return static_cast<std::int64_t>(bits32(k, n));
   }
 };
@@ -62,21 +65,30 @@ template <class T>
 struct uniform_dist {
   using value_type = T;
   T minval, span;  // span = maxval - minval, rounded in T as JAX computes it
-  KOKKOS_FORCEINLINE_FUNCTION T operator()(const Key& k, std::uint64_t n) const {
+  KOKKOS_FORCEINLINE_FUNCTION T operator()(const Key& k, counter n) const {
     const T v = mul_add(unit_float<T>(k, n), span, minval);
     return v < minval ? minval : v;  // lax.max(minval, v)
   }
 };
 
+// uniform on [0, 1): JAX's u * (1 - 0) + 0, clamped at 0, is u itself.
+template <class T>
+struct unit_uniform_dist {
+  using value_type = T;
+  KOKKOS_FORCEINLINE_FUNCTION T operator()(const Key& k, counter n) const { return unit_float<T>(k, n); }
+};
+
 template <class T>
 struct normal_dist {
   using value_type = T;
-  KOKKOS_FORCEINLINE_FUNCTION T operator()(const Key& k, std::uint64_t n) const {
-    // uniform(key, shape, T, nextafter(-1, 0), 1): lo + u * (1 - lo), clamped at lo.
+  KOKKOS_FORCEINLINE_FUNCTION T operator()(const Key& k, counter n) const {
+    // uniform(key, shape, T, nextafter(-1, 0), 1): lo + u * (1 - lo), where 1 - lo rounds to 2.
+    // JAX's clamp at lo never applies (u >= 0); leaving it out keeps the kernel free of control
+    // flow, which GCC's vectorizer needs here.
     constexpr T lo = -1 + std::numeric_limits<T>::epsilon() / 2;
     constexpr T span = 1 - lo;
-    T u = mul_add(unit_float<T>(k, n), span, lo);
-    u = u < lo ? lo : u;
+    static_assert(span == 2);
+    const T u = mul_add(unit_float<T>(k, n), span, lo);
     return T(1.41421356237309504880) * erfinv(u);  // np.sqrt(2) rounded to T
   }
 };
@@ -98,11 +110,11 @@ struct randint_dist {
     U m = static_cast<U>((U(1) << half) % span);
     multiplier = static_cast<U>(m * m % span);
   }
-  KOKKOS_FORCEINLINE_FUNCTION U draw(const Key& k, std::uint64_t n) const {
+  KOKKOS_FORCEINLINE_FUNCTION U draw(const Key& k, counter n) const {
     if constexpr (sizeof(U) == 4) return bits32(k, n);
     else return bits64(k, n);
   }
-  KOKKOS_FORCEINLINE_FUNCTION I operator()(const Key& k, std::uint64_t n) const {
+  KOKKOS_FORCEINLINE_FUNCTION I operator()(const Key& k, counter n) const {
     const U high = draw(derive(k, 0), n), low = draw(derive(k, 1), n);
     const U offset = static_cast<U>(static_cast<U>(high % span * multiplier + low % span) % span);
     return static_cast<I>(static_cast<U>(static_cast<U>(minval) + offset));
@@ -112,7 +124,7 @@ struct randint_dist {
 struct bernoulli_dist {
   using value_type = bool;
   float p;
-  KOKKOS_FORCEINLINE_FUNCTION bool operator()(const Key& k, std::uint64_t n) const { return unit_float<float>(k, n) < p; }
+  KOKKOS_FORCEINLINE_FUNCTION bool operator()(const Key& k, counter n) const { return unit_float<float>(k, n) < p; }
 };
 
 }  // namespace detail
@@ -167,18 +179,35 @@ auto bits(const K& key, const std::size_t (&s)[R]) {
 // jax.random.uniform(key, shape, dtype, minval, maxval): T in [minval, maxval).
 template <class T, key_operand K, std::size_t R>
   requires std::floating_point<T> && dtype<T>
-auto uniform(const K& key, const shape<R>& s, T minval = 0, T maxval = 1) {
+auto uniform(const K& key, const shape<R>& s, T minval, T maxval) {
   return detail::sample(key, detail::uniform_dist<T>{minval, static_cast<T>(maxval - minval)}, s);
 }
 template <class T, key_operand K, std::size_t R>
   requires std::floating_point<T> && dtype<T>
-auto uniform(const K& key, const std::size_t (&s)[R], T minval = 0, T maxval = 1) {
+auto uniform(const K& key, const std::size_t (&s)[R], T minval, T maxval) {
   return uniform<T>(key, detail::shape_of(s), minval, maxval);
+}
+// jax.random.uniform(key, shape, dtype): T in [0, 1) (the same values as minval 0, maxval 1,
+// without the multiply-add and clamp that cannot change them).
+template <class T, key_operand K, std::size_t R>
+  requires std::floating_point<T> && dtype<T>
+auto uniform(const K& key, const shape<R>& s) {
+  return detail::sample(key, detail::unit_uniform_dist<T>{}, s);
+}
+template <class T, key_operand K, std::size_t R>
+  requires std::floating_point<T> && dtype<T>
+auto uniform(const K& key, const std::size_t (&s)[R]) {
+  return uniform<T>(key, detail::shape_of(s));
 }
 // A single draw (shape ()).
 template <class T, key_operand K>
   requires std::floating_point<T> && dtype<T>
-auto uniform(const K& key, T minval = 0, T maxval = 1) {
+auto uniform(const K& key) {
+  return uniform<T>(key, shape<0>{});
+}
+template <class T, key_operand K>
+  requires std::floating_point<T> && dtype<T>
+auto uniform(const K& key, T minval, T maxval) {
   return uniform<T>(key, shape<0>{}, minval, maxval);
 }
 

@@ -41,18 +41,26 @@ namespace kax::random {
 
 namespace detail {
 
-// The block threefry2x32(key, (hi32(n), lo32(n))): the counter of element n of a random array
-// or of split's n-th key.
-KOKKOS_FORCEINLINE_FUNCTION constexpr void block(const Key& k, std::uint64_t n, std::uint32_t& o0,
-                                                 std::uint32_t& o1) {
-  o0 = static_cast<std::uint32_t>(n >> 32);
-  o1 = static_cast<std::uint32_t>(n);
+// The counter (hi32(n), lo32(n)) of element n of a random array or of split's n-th key.  Kept
+// as two words so that kernels step it in 32-bit lanes (random_row).
+struct counter {
+  std::uint32_t hi = 0, lo = 0;
+  KOKKOS_FORCEINLINE_FUNCTION constexpr counter() = default;
+  KOKKOS_FORCEINLINE_FUNCTION constexpr counter(std::uint32_t h, std::uint32_t l) : hi(h), lo(l) {}
+  KOKKOS_FORCEINLINE_FUNCTION constexpr counter(std::uint64_t n)  // NOLINT: a flat index is a counter
+      : hi(static_cast<std::uint32_t>(n >> 32)), lo(static_cast<std::uint32_t>(n)) {}
+};
+
+// The block threefry2x32(key, counter).
+KOKKOS_FORCEINLINE_FUNCTION constexpr void block(const Key& k, counter c, std::uint32_t& o0, std::uint32_t& o1) {
+  o0 = c.hi;
+  o1 = c.lo;
   threefry2x32_20(k.w0, k.w1, o0, o1);
 }
 
 KOKKOS_FORCEINLINE_FUNCTION constexpr Key derive(const Key& k, std::uint64_t n) {
   Key out;
-  block(k, n, out.w0, out.w1);
+  block(k, counter(n), out.w0, out.w1);
   return out;
 }
 

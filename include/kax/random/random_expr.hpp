@@ -72,15 +72,23 @@ namespace detail {
 
 // Elements base + j of a random array under one key: no memory read at all, so every row is
 // "unit" (the kernel's contiguous loop) and the inner loop is the cipher's integer arithmetic.
+// The counter steps in 32-bit lanes: lo = base.lo + j wraps, and the carry into hi is lo < base.lo
+// (a row is shorter than 2^32), which vectorizes as 16 lanes instead of 64-bit arithmetic.
 template <class Dist>
 struct random_row {
   Dist dist;
   Key key;
-  std::uint64_t base;
-  std::uint64_t step = 1;  // 0 when held (broadcast, at)
-  [[gnu::always_inline]] auto operator()(std::size_t j) const { return dist(key, base + step * j); }
+  counter base;
+  std::uint32_t step = 1;  // 0 when held (broadcast, at)
+  [[gnu::always_inline]] auto operator()(std::size_t j) const {
+    const std::uint32_t lo = base.lo + step * static_cast<std::uint32_t>(j);
+    return dist(key, counter(base.hi + (lo < base.lo ? 1u : 0u), lo));
+  }
   random_row broadcast() const { return {dist, key, base, 0}; }
-  random_row at(std::size_t k) const { return {dist, key, base + step * k, 0}; }
+  random_row at(std::size_t k) const {
+    const std::uint64_t n = (std::uint64_t{base.hi} << 32 | base.lo) + std::uint64_t{step} * k;
+    return {dist, key, counter(n), 0};
+  }
   bool unit() const { return true; }
   random_row as_unit() const { return *this; }
 };
@@ -119,16 +127,16 @@ struct RandomExpr : expression_base {
     for (std::size_t a = 0; a < key_rank; ++a) ki[a] = i[a];
     return key.evaluate(ki);
   }
-  KOKKOS_FORCEINLINE_FUNCTION std::uint64_t counter(const multi_index<R>& i) const {
+  KOKKOS_FORCEINLINE_FUNCTION std::uint64_t flat_index(const multi_index<R>& i) const {
     std::uint64_t n = 0;
     for (std::size_t a = key_rank; a < R; ++a) n += static_cast<std::uint64_t>(i[a]) * sample_strides[a];
     return n;
   }
   KOKKOS_FORCEINLINE_FUNCTION value_type evaluate(const multi_index<R>& i) const {
-    return dist(key_at(i), counter(i));
+    return dist(key_at(i), detail::counter(flat_index(i)));
   }
   KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const {
-    return dist(key.evaluate(multi_index<key_rank>{}), static_cast<std::uint64_t>(n));
+    return dist(key.evaluate(multi_index<key_rank>{}), detail::counter(static_cast<std::uint64_t>(n)));
   }
   // Along the last axis the key is fixed and the counter steps by one, unless the last axis is a
   // key axis (a vmapped draw of shape ()): then the generic row.
@@ -138,7 +146,7 @@ struct RandomExpr : expression_base {
     } else {
       multi_index<R> start = i;
       start[R - 1] = 0;
-      return detail::random_row<Dist>{dist, key_at(start), counter(start)};
+      return detail::random_row<Dist>{dist, key_at(start), detail::counter(flat_index(start))};
     }
   }
   template <class F>

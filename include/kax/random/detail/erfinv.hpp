@@ -14,6 +14,7 @@
 #include <limits>
 #include <math.h>
 #include <type_traits>
+#include <utility>
 
 #include "kax/core/config.hpp"
 #include "kax/expr/ops.hpp"
@@ -42,12 +43,18 @@ KOKKOS_FORCEINLINE_FUNCTION T mul_add(T a, T b, T c) {
   else return ::fma(a, b, c);
 }
 
-// Horner's rule over coefficients c[0] (highest degree) .. c[N-1], as XLA's loop runs it.
+// Horner's rule over coefficients c[0] (highest degree) .. c[N-1], as XLA's loop runs it,
+// unrolled at compile time: GCC does not vectorize a kernel whose inner `omp simd` loop contains
+// this loop ("two or more consecutive inner loops"), and every sample of normal() runs it.
+template <class T, int N, int... I>
+KOKKOS_FORCEINLINE_FUNCTION T horner_steps(const T (&c)[N], T w, std::integer_sequence<int, I...>) {
+  T p = c[0];
+  ((p = mul_add(p, w, c[I + 1])), ...);
+  return p;
+}
 template <class T, int N>
 KOKKOS_FORCEINLINE_FUNCTION T horner(const T (&c)[N], T w) {
-  T p = c[0];
-  for (int i = 1; i < N; ++i) p = mul_add(p, w, c[i]);
-  return p;
+  return horner_steps(c, w, std::make_integer_sequence<int, N - 1>{});
 }
 
 KOKKOS_FORCEINLINE_FUNCTION float erfinv(float x) {
