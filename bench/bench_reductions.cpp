@@ -28,28 +28,23 @@
 
 #include "kax/kax.hpp"
 #include "kax/nn/softmax.hpp"
+#include "seed_baselines.hpp"  // bench_mvec_sinf, Eigen typedefs, per_thread_chunk, seed baselines
 
-// glibc's libmvec sinf/expf.  glibc declares their SIMD variants only under __FAST_MATH__; an alias
-// of the same assembler symbol lets `omp simd` call _ZGVeN16v_sinf / _ZGVeN16v_expf (IEEE-correct
-// to 4 ulp) without -ffast-math — what a skilled engineer writes on this machine.
-#pragma omp declare simd notinbranch
-extern "C" float bench_mvec_sinf(float) noexcept __asm__("sinf");
+// glibc's libmvec expf, aliased like bench_mvec_sinf (seed_baselines.hpp) so that `omp simd` calls
+// _ZGVeN16v_expf (IEEE-correct to 4 ulp) without -ffast-math.
 #pragma omp declare simd notinbranch
 extern "C" float bench_mvec_expf(float) noexcept __asm__("expf");
 
 namespace {
 
+using namespace kax_bench;
+
 constexpr std::size_t n_sum = std::size_t{1} << 25;
 constexpr std::size_t sm_rows = 4096, sm_cols = 1024;
 constexpr std::size_t mm = 1024;
-constexpr std::size_t seed_b = 10000, seed_d = 256;
 constexpr int accumulators = 16;
 
 using eigen_vec_map = Eigen::Map<const Eigen::ArrayXd>;
-using eigen_rows_f = Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using eigen_rows_map = Eigen::Map<eigen_rows_f>;
-using eigen_rows_cmap = Eigen::Map<const eigen_rows_f>;
-using eigen_mat_f = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 // Inputs and outputs shared by all variants, first-touched by the threads that use them.
 struct operands {
@@ -107,18 +102,6 @@ void finish(benchmark::State& state, double bytes, double items, const void* out
   state.SetItemsProcessed(static_cast<std::int64_t>(it * items));
   benchmark::DoNotOptimize(out);
   benchmark::ClobberMemory();
-}
-
-// Runs f(lo, len) on each OpenMP thread's contiguous chunk of [0, n).
-template <class F>
-void per_thread_chunk(std::size_t n, F&& f) {
-#pragma omp parallel
-  {
-    const auto t = static_cast<std::size_t>(omp_get_thread_num());
-    const auto nt = static_cast<std::size_t>(omp_get_num_threads());
-    const std::size_t lo = n * t / nt;
-    f(lo, n * (t + 1) / nt - lo);
-  }
 }
 
 // ---- sum and dot over 2^25 doubles ---------------------------------------------------------------
@@ -313,39 +296,11 @@ void seed_kax(benchmark::State& state) {
   for (auto _ : state) o.sy = kax::dot(o.sx, o.sw) + kax::sin(o.sx);
   finish(state, seed_bytes, seed_items, o.sy.data());
 }
-void seed_loops_omp(const float* __restrict x, const float* __restrict w, float* __restrict s,
-                    float* __restrict y) {
-#pragma omp parallel
-  {
-#pragma omp for schedule(static)
-    for (std::size_t b = 0; b < seed_b; ++b) {
-      float acc = 0;
-#pragma omp simd reduction(+ : acc)
-      for (std::size_t d = 0; d < seed_d; ++d) acc += x[b * seed_d + d] * w[d];
-      s[b] = acc;
-    }
-    // The implicit barrier above ends phase 1; the same static schedule gives each thread its own
-    // rows again, so phase 2 reads rows that are still in its cache.
-#pragma omp for schedule(static)
-    for (std::size_t b = 0; b < seed_b; ++b) {
-      const float sb = s[b];
-#pragma omp simd
-      for (std::size_t d = 0; d < seed_d; ++d) y[b * seed_d + d] = sb + bench_mvec_sinf(x[b * seed_d + d]);
-    }
-  }
-}
+// seed/omp is seed_baselines.hpp's two-phase loop: all row dots, a barrier, then all rows of y.
 void seed_omp(benchmark::State& state) {
   auto& o = ops();
-  for (auto _ : state) seed_loops_omp(o.sx.data(), o.sw.data(), o.srow.data(), o.sy.data());
+  for (auto _ : state) seed_loops_2phase(o.sx.data(), o.sw.data(), o.srow.data(), o.sy.data());
   finish(state, seed_bytes, seed_items, o.sy.data());
-}
-void seed_eigen_rows(const float* x, const float* w, float* s, float* y, std::size_t rows) {
-  const auto r = static_cast<Eigen::Index>(rows), d = static_cast<Eigen::Index>(seed_d);
-  const Eigen::Map<const eigen_mat_f> xx(x, r, d);
-  const Eigen::Map<const Eigen::VectorXf> ww(w, d);
-  Eigen::Map<Eigen::VectorXf> ss(s, r);
-  ss.noalias() = xx * ww;
-  eigen_rows_map(y, r, d) = xx.array().sin().colwise() + ss.array();
 }
 void seed_eigen(benchmark::State& state) {
   auto& o = ops();
@@ -425,7 +380,7 @@ bool check_all() {
     }
   }
   report("seed/kax", worst, 1e-5);
-  seed_loops_omp(o.sx.data(), o.sw.data(), o.srow.data(), o.sy.data());
+  seed_loops_2phase(o.sx.data(), o.sw.data(), o.srow.data(), o.sy.data());
   worst = 0;
   for (std::size_t i = 0; i < seed_b * seed_d; i += 7919) {
     const std::size_t b = i / seed_d;

@@ -14,7 +14,8 @@
 //   rows_kax    manual batching (seed only): f evaluated per row into row b of y, one kax
 //               evaluation per example — the Python loop JAX users compare vmap against
 //   omp         hand-written `#pragma omp parallel for` over the batch, one pass per example
-//   omp_2phase  (seed) bench_reductions' two-phase loop: all row dots, then all rows of y
+//   omp_2phase  (seed) seed_baselines.hpp's two-phase loop (bench_reductions' seed/omp): all row
+//               dots, then all rows of y
 //   eigen       Eigen on Maps of the same memory, one thread (seed: matvec, then sin + add;
 //               bmm: fixed-size 8x8 maps in a loop)
 //   eigen_omp   the same under `omp parallel` (seed: per thread chunk; bmm: `omp parallel for`)
@@ -32,22 +33,16 @@
 #include <vector>
 
 #include "kax/kax.hpp"
-
-// glibc's libmvec sinf, as in bench_reductions.cpp: glibc declares its SIMD variants only under
-// __FAST_MATH__; an alias of the same assembler symbol lets `omp simd` call _ZGVeN16v_sinf
-// (IEEE-correct to 4 ulp) without -ffast-math.
-#pragma omp declare simd notinbranch
-extern "C" float bench_mvec_sinf(float) noexcept __asm__("sinf");
+#include "seed_baselines.hpp"  // bench_mvec_sinf, Eigen typedefs, per_thread_chunk, seed baselines
 
 namespace {
 
-constexpr std::size_t seed_b = 10000, seed_d = 256;
+using namespace kax_bench;
+
 constexpr std::size_t bmm_n = 100000, bmm_k = 8;
 constexpr std::size_t bmm_mat = bmm_k * bmm_k;
 constexpr int lanes = 64;  // the hand-written dot's partial sums: four zmm registers of floats
 
-using eigen_rows_f = Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using eigen_mat_f = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using eigen_mat8 = Eigen::Matrix<float, 8, 8, Eigen::RowMajor>;
 
 // One example of the seed's workload (the function users vmap).
@@ -94,18 +89,6 @@ void finish(benchmark::State& state, double bytes, double items, const void* out
   state.SetItemsProcessed(static_cast<std::int64_t>(it * items));
   benchmark::DoNotOptimize(out);
   benchmark::ClobberMemory();
-}
-
-// Runs f(lo, len) on each OpenMP thread's contiguous chunk of [0, n).
-template <class F>
-void per_thread_chunk(std::size_t n, F&& f) {
-#pragma omp parallel
-  {
-    const auto t = static_cast<std::size_t>(omp_get_thread_num());
-    const auto nt = static_cast<std::size_t>(omp_get_num_threads());
-    const std::size_t lo = n * t / nt;
-    f(lo, n * (t + 1) / nt - lo);
-  }
 }
 
 // ---- seed: y[b] = dot(x[b], w) + sin(x[b]) -------------------------------------------------------
@@ -161,38 +144,12 @@ void seed_omp(benchmark::State& state) {
   for (auto _ : state) seed_loops_omp(o.x.data(), o.w.data(), o.y.data());
   finish(state, seed_bytes, seed_items, o.y.data());
 }
-// bench_reductions.cpp's seed_loops_omp, unchanged: all row dots, a barrier, then all rows of y.
-void seed_loops_2phase(const float* __restrict x, const float* __restrict w, float* __restrict s,
-                       float* __restrict y) {
-#pragma omp parallel
-  {
-#pragma omp for schedule(static)
-    for (std::size_t b = 0; b < seed_b; ++b) {
-      float acc = 0;
-#pragma omp simd reduction(+ : acc)
-      for (std::size_t d = 0; d < seed_d; ++d) acc += x[b * seed_d + d] * w[d];
-      s[b] = acc;
-    }
-#pragma omp for schedule(static)
-    for (std::size_t b = 0; b < seed_b; ++b) {
-      const float sb = s[b];
-#pragma omp simd
-      for (std::size_t d = 0; d < seed_d; ++d) y[b * seed_d + d] = sb + bench_mvec_sinf(x[b * seed_d + d]);
-    }
-  }
-}
+// seed_baselines.hpp's seed_loops_2phase (bench_reductions' seed/omp): all row dots, a barrier,
+// then all rows of y.
 void seed_omp_2phase(benchmark::State& state) {
   auto& o = ops();
   for (auto _ : state) seed_loops_2phase(o.x.data(), o.w.data(), o.srow.data(), o.y.data());
   finish(state, seed_bytes, seed_items, o.y.data());
-}
-void seed_eigen_rows(const float* x, const float* w, float* s, float* y, std::size_t rows) {
-  const auto r = static_cast<Eigen::Index>(rows), d = static_cast<Eigen::Index>(seed_d);
-  const Eigen::Map<const eigen_mat_f> xx(x, r, d);
-  const Eigen::Map<const Eigen::VectorXf> ww(w, d);
-  Eigen::Map<Eigen::VectorXf> ss(s, r);
-  ss.noalias() = xx * ww;
-  Eigen::Map<eigen_rows_f>(y, r, d) = xx.array().sin().colwise() + ss.array();
 }
 void seed_eigen(benchmark::State& state) {
   auto& o = ops();
