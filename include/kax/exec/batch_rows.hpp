@@ -102,6 +102,16 @@ void plan_batch_rows(const X& x, const std::set<const void*>& batched, std::size
 // Fewer batched stages than this keep the staged plan (see the file comment).
 inline constexpr std::size_t batch_rows_min_stages = 2;
 
+// Whether the row-fused plan may apply to a result of `batch` rows and n elements (before
+// planning), and whether the plan made for it is one to run (after).
+template <class E>
+bool batch_rows_candidate(const BatchRowsExpr<E>& e, std::size_t batch, std::size_t n) {
+  return e.stages && !e.stages->empty() && batch >= 2 && n > 0;
+}
+inline bool batch_rows_worth_it(const batch_rows_plan& plan) {
+  return plan.ok && plan.stages.size() >= batch_rows_min_stages;
+}
+
 // Batch rows per work item: about 8192 output elements, and at least four items per thread.
 inline std::size_t batch_rows_per_item(std::size_t batch, std::size_t row_elements, std::size_t concurrency) {
   std::size_t rows = std::max<std::size_t>(1, 8192 / std::max<std::size_t>(1, row_elements));
@@ -147,12 +157,12 @@ bool run_batch_rows(const ExecSpace& space, const output_target<T, R>& out, cons
   } else {
     const std::size_t batch = out.ext[0];
     const std::size_t n = size_of(e.extents());
-    if (!e.stages || e.stages->empty() || batch < 2 || n == 0) return false;
+    if (!batch_rows_candidate(e, batch, n)) return false;
     batch_rows_plan plan;
     plan_batch_rows(e.expr, *e.stages, batch, plan, destination, [&](const auto& x) {
       plan.before.push_back([&x, epoch, &space] { prepare(x, epoch, space); });
     });
-    if (!plan.ok || plan.stages.size() < batch_rows_min_stages) return false;
+    if (!batch_rows_worth_it(plan)) return false;
     for (const auto& f : plan.before) f();
     const bool flat = plan_elementwise(e.expr, out.contiguous).flat;
     // Per batch row: output elements (flat) or output rows of the last axis (strided; unused
@@ -178,11 +188,11 @@ bool describe_batch_rows(const BatchRowsExpr<E>& e, plan_description& plan) {
   } else {
     const auto s = e.extents();
     const std::size_t batch = s[0], n = size_of(s);
-    if (!e.stages || e.stages->empty() || batch < 2 || n == 0) return false;
+    if (!batch_rows_candidate(e, batch, n)) return false;
     batch_rows_plan rows_plan;
     plan_description before;
     plan_batch_rows(e.expr, *e.stages, batch, rows_plan, buffer_span{}, [&](const auto& x) { describe(x, before); });
-    if (!rows_plan.ok || rows_plan.stages.size() < batch_rows_min_stages) return false;
+    if (!batch_rows_worth_it(rows_plan)) return false;
     for (auto& k : before.kernels) plan.add(std::move(k));
     plan.temporaries += before.temporaries + rows_plan.stages.size();
     const auto conc = static_cast<std::size_t>(Kokkos::DefaultExecutionSpace::concurrency());

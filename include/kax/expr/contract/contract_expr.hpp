@@ -391,7 +391,11 @@ struct ContractExpr : expression_base, materialization_base {
     for (std::size_t l = 0; l < NO; ++l)
       if (l != r->m && l != r->n) batches *= ext[l];
     auto extent = [&](std::size_t l) { return l == NL ? std::size_t{1} : ext[l]; };
-    plan.add(std::string("kax::gemm<") + dtype_name<promoted_type>() + "> (Eigen GEMM, " +
+    // exec/host_gemm.hpp: every extent <= gemm_small_extent runs kax's register-blocked loop.
+    const bool small = extent(r->m) <= detail::gemm_small_extent && extent(r->n) <= detail::gemm_small_extent &&
+                       extent(r->k) <= detail::gemm_small_extent;
+    plan.add(std::string("kax::gemm<") + dtype_name<promoted_type>() + "> (" +
+             (small ? "small-matrix loop, " : "Eigen GEMM, ") +
              std::to_string(batches) + (batches == 1 ? " batch" : " batches") + " of " +
              std::to_string(extent(r->m)) + "x" + std::to_string(extent(r->k)) + " @ " +
              std::to_string(extent(r->k)) + "x" + std::to_string(extent(r->n)) + ")" +
