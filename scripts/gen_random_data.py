@@ -187,6 +187,16 @@ def normal(k, shape, dtype):
     return (dtype(np.sqrt(2)) * erfinv(u)).astype(dtype)
 
 
+def permutation(k, n):
+    """jax.random.permutation(key, n): rounds of stable sorts by fresh 32-bit draws."""
+    x = np.arange(n, dtype=np.int64)
+    rounds = int(np.ceil(3 * np.log(max(1, n)) / np.log(np.iinfo(np.uint32).max)))
+    for _ in range(rounds):
+        k, sub = split(k, 2)
+        x = x[np.argsort(bits32(sub, (n,)), kind="stable")]
+    return x
+
+
 def main():
     # Random123's known-answer vectors for threefry2x32_20 (kat_vectors), which JAX's own tests use.
     kat = [((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
@@ -214,6 +224,8 @@ def main():
     write("random_randint_i32_key42_m5_100_50", randint(k42, (50,), -5, 100, np.int32))
     write("random_randint_i32_key42_big_20", randint(k42, (20,), -2**31, 2**31 - 1, np.int32))
     write("random_randint_i64_key42_big_20", randint(k42, (20,), -2**62, 2**62 + 12345, np.int64))
+    write("random_permutation_key0_10", permutation(k0, 10))
+    write("random_permutation_key42_2000", permutation(k42, 2000))  # two rounds (n > 1625)
     write("random_vmap_normal_f32_key3_4x6", np.stack([normal(k, (6,), np.float32) for k in keys]))
 
 

@@ -4,5 +4,6 @@
 #include "kax/random/detail/batching.hpp"
 #include "kax/random/distributions.hpp"
 #include "kax/random/key.hpp"
+#include "kax/random/permutation.hpp"
 #include "kax/random/random_expr.hpp"
 #include "kax/random/threefry.hpp"

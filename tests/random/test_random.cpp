@@ -156,6 +156,30 @@ TEST_CASE("randint combines two draws modulo the span as jax.random.randint does
   CHECK(flat == std::vector<std::int32_t>{7, 7, 7, 7});
 }
 
+TEST_CASE("permutation shuffles by JAX's rounds of sorts by random bits", "[random]") {
+  // One round for n <= 1625, two above.
+  require_exact(values(random::permutation(random::key(0), 10)), "random_permutation_key0_10");
+  const auto p = values(random::permutation(random::key(42), 2000));
+  require_exact(p, "random_permutation_key42_2000");
+  std::vector<std::int64_t> sorted = p;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t i = 0; i < sorted.size(); ++i) REQUIRE(sorted[i] == static_cast<std::int64_t>(i));
+  CHECK(values(random::permutation(random::key(1), 1)) == std::vector<std::int64_t>{0});
+  CHECK(random::permutation(random::key(1), 0).size() == 0);
+
+  // An array's leading axis: the rows move as the indices do.
+  kax::Array<float, 2> m = kax::reshape(kax::arange<float>(30), {10, 3});
+  kax::Array<float, 2> pm = random::permutation(random::key(0), m);
+  const auto idx = values(random::permutation(random::key(0), 10));
+  for (std::size_t i = 0; i < 10; ++i)
+    for (std::size_t j = 0; j < 3; ++j) REQUIRE(pm(i, j) == m(static_cast<std::size_t>(idx[i]), j));
+  const auto keys = random::split(random::key(5), 6);
+  const auto pk = values(random::permutation(random::key(0), keys));
+  const auto kv = values(keys);
+  const auto i6 = values(random::permutation(random::key(0), 6));
+  for (std::size_t i = 0; i < 6; ++i) CHECK(pk[i] == kv[static_cast<std::size_t>(i6[i])]);
+}
+
 TEST_CASE("normal is sqrt(2) erfinv(u) with XLA's erfinv, to a few ulp of the reference", "[random]") {
   const Key k42 = random::key(42);
   // log1p and the polynomial's rounding differ between implementations (docs/random.md).
