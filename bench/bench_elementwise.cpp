@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.hpp"
 #include "kax/kax.hpp"
 
 // glibc's libmvec variant of sin.  glibc only declares it under __FAST_MATH__; a separate name
@@ -253,20 +254,13 @@ bool check_fused() {
 int main(int argc, char** argv) {
   kax::ScopeGuard guard(argc, argv);  // strips --kokkos-* flags before Google Benchmark sees argv
   {
-    const int threads = Kokkos::DefaultExecutionSpace::concurrency();
-    omp_set_num_threads(threads);  // the raw OpenMP baselines use the same number as Kokkos
-    benchmark::AddCustomContext("kax_threads", std::to_string(threads));
     benchmark::AddCustomContext("kax_elements", std::to_string(n));
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    if (!kax_bench::start(argc, argv, nullptr)) return 1;
     if (!check_fused()) {
       std::fprintf(stderr, "bench_elementwise: a fused variant computes wrong values\n");
       return 2;
     }
-    const struct {
-      const char* name;
-      void (*fn)(benchmark::State&);
-    } cases[] = {
+    const kax_bench::bench_case cases[] = {
         {"copy/kax", copy_kax},         {"copy/omp", copy_omp},
         {"copy/kokkos", copy_kokkos},   {"copy/eigen", copy_eigen},
         {"triad/kax", triad_kax},       {"triad/omp", triad_omp},
@@ -275,16 +269,7 @@ int main(int argc, char** argv) {
         {"fused/omp_libmvec", fused_omp_libmvec}, {"fused/kokkos", fused_kokkos},
         {"fused/eigen", fused_eigen},   {"fused/eigen_omp", fused_eigen_omp},
     };
-    for (const auto& c : cases)
-      // "min": the best repetition, the least disturbed by other work on a shared 2-core box.
-      benchmark::RegisterBenchmark(c.name, c.fn)
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond)
-          ->ComputeStatistics("min", [](const std::vector<double>& v) {
-            return *std::min_element(v.begin(), v.end());
-          });
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
+    kax_bench::run(cases);
     data.reset();  // Views must go before Kokkos::finalize
   }
   return 0;

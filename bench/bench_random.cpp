@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.hpp"
 #include "kax/kax.hpp"
 
 // glibc's libmvec log1pf, as bench_reductions.cpp calls sinf: glibc declares its SIMD variants only
@@ -368,12 +369,7 @@ bool check_all() {
 int main(int argc, char** argv) {
   kax::ScopeGuard guard(argc, argv);  // strips --kokkos-* flags before Google Benchmark sees argv
   {
-    const int threads = Kokkos::DefaultExecutionSpace::concurrency();
-    omp_set_num_threads(threads);  // the raw OpenMP baseline uses the same
-    benchmark::AddCustomContext("kax_benchmark", "random");
-    benchmark::AddCustomContext("kax_threads", std::to_string(threads));
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    if (!kax_bench::start(argc, argv, "random")) return 1;
     // What each kax variant launches, once (kax::plan_of), so a slow variant can be read off.
     auto& o = ops();
     std::fprintf(stderr,
@@ -386,10 +382,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bench_random: a variant computes wrong values\n");
       return 2;
     }
-    const struct {
-      const char* name;
-      void (*fn)(benchmark::State&);
-    } cases[] = {
+    const kax_bench::bench_case cases[] = {
         {"normal/kax", normal_kax},
         {"normal/kax_materialize", normal_kax_materialize},
         {"normal/omp", normal_omp},
@@ -400,17 +393,7 @@ int main(int argc, char** argv) {
         {"normal_dot/kax_materialize", dot_kax_materialize},
         {"normal_dot/omp", dot_omp},
     };
-    for (const auto& c : cases)
-      // "min": the best repetition, the least disturbed by other work on a shared 2-core box
-      // (the median comes with the default aggregates).
-      benchmark::RegisterBenchmark(c.name, c.fn)
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond)
-          ->ComputeStatistics("min", [](const std::vector<double>& v) {
-            return *std::min_element(v.begin(), v.end());
-          });
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
+    kax_bench::run(cases);
     data.reset();  // Views must go before Kokkos::finalize
   }
   return 0;

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.hpp"
 #include "kax/kax.hpp"
 #include "kax/nn/softmax.hpp"
 #include "seed_baselines.hpp"  // bench_mvec_sinf, Eigen typedefs, per_thread_chunk, seed baselines
@@ -309,13 +310,8 @@ void seed_eigen(benchmark::State& state) {
 }
 void seed_eigen_omp(benchmark::State& state) {
   auto& o = ops();
-  const float *x = o.sx.data(), *w = o.sw.data();
-  float *s = o.srow.data(), *y = o.sy.data();
-  for (auto _ : state)
-    per_thread_chunk(seed_b, [&](std::size_t lo, std::size_t len) {
-      seed_eigen_rows(x + lo * seed_d, w, s + lo, y + lo * seed_d, len);
-    });
-  finish(state, seed_bytes, seed_items, y);
+  for (auto _ : state) seed_eigen_rows_omp(o.sx.data(), o.sw.data(), o.srow.data(), o.sy.data());
+  finish(state, seed_bytes, seed_items, o.sy.data());
 }
 
 // Every kax variant must compute the right thing before its speed means anything: compare with
@@ -398,20 +394,12 @@ bool check_all() {
 int main(int argc, char** argv) {
   kax::ScopeGuard guard(argc, argv);  // strips --kokkos-* flags before Google Benchmark sees argv
   {
-    const int threads = Kokkos::DefaultExecutionSpace::concurrency();
-    omp_set_num_threads(threads);  // the raw OpenMP baselines (and Eigen's GEMM) use the same
-    benchmark::AddCustomContext("kax_benchmark", "reductions");
-    benchmark::AddCustomContext("kax_threads", std::to_string(threads));
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    if (!kax_bench::start(argc, argv, "reductions")) return 1;
     if (!check_all()) {
       std::fprintf(stderr, "bench_reductions: a variant computes wrong values\n");
       return 2;
     }
-    const struct {
-      const char* name;
-      void (*fn)(benchmark::State&);
-    } cases[] = {
+    const kax_bench::bench_case cases[] = {
         {"sum/kax", sum_kax},
         {"sum/omp", sum_omp},
         {"sum/omp_acc", sum_omp_acc},
@@ -434,16 +422,7 @@ int main(int argc, char** argv) {
         {"seed/eigen", seed_eigen},
         {"seed/eigen_omp", seed_eigen_omp},
     };
-    for (const auto& c : cases)
-      // "min": the best repetition, the least disturbed by other work on a shared 2-core box.
-      benchmark::RegisterBenchmark(c.name, c.fn)
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond)
-          ->ComputeStatistics("min", [](const std::vector<double>& v) {
-            return *std::min_element(v.begin(), v.end());
-          });
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
+    kax_bench::run(cases);
     data.reset();  // Views must go before Kokkos::finalize
   }
   return 0;

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.hpp"
 #include "kax/kax.hpp"
 #include "seed_baselines.hpp"  // bench_mvec_sinf, Eigen typedefs, per_thread_chunk, seed baselines
 
@@ -158,13 +159,8 @@ void seed_eigen(benchmark::State& state) {
 }
 void seed_eigen_omp(benchmark::State& state) {
   auto& o = ops();
-  const float *x = o.x.data(), *w = o.w.data();
-  float *s = o.srow.data(), *y = o.y.data();
-  for (auto _ : state)
-    per_thread_chunk(seed_b, [&](std::size_t lo, std::size_t len) {
-      seed_eigen_rows(x + lo * seed_d, w, s + lo, y + lo * seed_d, len);
-    });
-  finish(state, seed_bytes, seed_items, y);
+  for (auto _ : state) seed_eigen_rows_omp(o.x.data(), o.w.data(), o.srow.data(), o.y.data());
+  finish(state, seed_bytes, seed_items, o.y.data());
 }
 
 // ---- bmm: c[n] = a[n] @ b[n], 8x8 float ----------------------------------------------------------
@@ -296,12 +292,7 @@ bool check_all() {
 int main(int argc, char** argv) {
   kax::ScopeGuard guard(argc, argv);  // strips --kokkos-* flags before Google Benchmark sees argv
   {
-    const int threads = Kokkos::DefaultExecutionSpace::concurrency();
-    omp_set_num_threads(threads);  // the raw OpenMP baselines use the same
-    benchmark::AddCustomContext("kax_benchmark", "vmap");
-    benchmark::AddCustomContext("kax_threads", std::to_string(threads));
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    if (!kax_bench::start(argc, argv, "vmap")) return 1;
     // What each kax variant launches, once (kax::plan_of), so a slow variant can be read off.
     std::fprintf(stderr, "plan seed/kax:\n%s\nplan seed/kax_expr:\n%s\nplan bmm/kax:\n%s\nplan bmm/kax_expr:\n%s\n",
                  kax::plan_of(seed_vmap(ops())).c_str(), kax::plan_of(seed_expr(ops())).c_str(),
@@ -310,10 +301,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bench_vmap: a variant computes wrong values\n");
       return 2;
     }
-    const struct {
-      const char* name;
-      void (*fn)(benchmark::State&);
-    } cases[] = {
+    const kax_bench::bench_case cases[] = {
         {"seed/kax", seed_kax},
         {"seed/kax_expr", seed_kax_expr},
         {"seed/rows_kax", seed_rows_kax},
@@ -327,17 +315,7 @@ int main(int argc, char** argv) {
         {"bmm/eigen", bmm_eigen},
         {"bmm/eigen_omp", bmm_eigen_omp},
     };
-    for (const auto& c : cases)
-      // "min": the best repetition, the least disturbed by other work on a shared 2-core box
-      // (the median comes with the default aggregates).
-      benchmark::RegisterBenchmark(c.name, c.fn)
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond)
-          ->ComputeStatistics("min", [](const std::vector<double>& v) {
-            return *std::min_element(v.begin(), v.end());
-          });
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
+    kax_bench::run(cases);
     data.reset();  // Views must go before Kokkos::finalize
   }
   return 0;

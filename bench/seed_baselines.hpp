@@ -2,7 +2,8 @@
 // bench_reductions.cpp and bench_vmap.cpp so both time the very same code:
 //   y[b, :] = dot(x[b, :], w) + sin(x[b, :]),  x (seed_b, seed_d) float row-major, w (seed_d,)
 // It holds the libmvec sinf alias, the Eigen row-major typedefs, per_thread_chunk, the two-phase
-// OpenMP loop (seed_loops_2phase) and the Eigen row-block version (seed_eigen_rows).
+// OpenMP loop (seed_loops_2phase) and the Eigen row-block version (seed_eigen_rows, and
+// seed_eigen_rows_omp over threads).
 // Compile with -fopenmp and link libmvec (bench/meson.build does).
 #pragma once
 
@@ -69,6 +70,13 @@ inline void seed_eigen_rows(const float* x, const float* w, float* s, float* y, 
   Eigen::Map<Eigen::VectorXf> ss(s, r);
   ss.noalias() = xx * ww;
   eigen_rows_map(y, r, d) = xx.array().sin().colwise() + ss.array();
+}
+
+// seed_eigen_rows on every OpenMP thread's chunk of the seed_b rows.
+inline void seed_eigen_rows_omp(const float* x, const float* w, float* s, float* y) {
+  per_thread_chunk(seed_b, [&](std::size_t lo, std::size_t len) {
+    seed_eigen_rows(x + lo * seed_d, w, s + lo, y + lo * seed_d, len);
+  });
 }
 
 }  // namespace kax_bench
