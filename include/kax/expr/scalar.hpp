@@ -7,7 +7,8 @@
 namespace kax {
 
 // A constant.  `weak` marks it as weakly typed (JAX's rule for Python scalars, see dtype.hpp).
-template <dtype T, bool Weak = true>
+// T may be an extended dtype: kax::random holds a single key as ScalarExpr<Key, false>.
+template <element_dtype T, bool Weak = true>
 struct ScalarExpr : expression_base {
   using value_type = T;
   static constexpr std::size_t rank = 0;

@@ -21,6 +21,7 @@
 #include "kax/core/extents.hpp"
 #include "kax/expr/concepts.hpp"
 #include "kax/expr/detail/row.hpp"
+#include "kax/expr/scalar.hpp"
 #include "kax/random/key.hpp"
 
 namespace kax::random {
@@ -29,20 +30,8 @@ namespace kax::random {
 template <class E>
 concept key_expression = expression<E> && std::same_as<value_type_of<E>, Key>;
 
-// One key, as a rank-0 expression.
-struct KeyConstant : expression_base {
-  using value_type = Key;
-  static constexpr std::size_t rank = 0;
-  Key key;
-
-  explicit KeyConstant(Key k) : key(k) {}
-  shape<0> extents() const { return {}; }
-  bool is_flat() const { return true; }
-  KOKKOS_FORCEINLINE_FUNCTION Key evaluate(const multi_index<0>&) const { return key; }
-  KOKKOS_FORCEINLINE_FUNCTION Key evaluate_flat(std::size_t) const { return key; }
-  kax::detail::constant_row<Key> row(const multi_index<0>&) const { return {key}; }
-  bool conflicts(const kax::detail::buffer_span&, bool) const { return false; }
-};
+// One key, as a rank-0 expression (not weakly typed: keys do not promote).
+using KeyConstant = ScalarExpr<Key, false>;
 
 // fold_in(key, data) of every key of a key expression (and split<N>'s keys, data = 0..N-1).
 template <key_expression KeyE>
