@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "kax/core/array.hpp"
+#include "kax/core/transfer.hpp"
 #include "kax/core/dtype.hpp"
 #include "kax/core/errors.hpp"
 #include "kax/random/threefry.hpp"
@@ -98,13 +99,7 @@ inline Array<Key, 1> split(const Key& k, std::size_t num) {
   Array<Key, 1, Kokkos::HostSpace> host(num);
   Key* p = host.data();
   for (std::size_t i = 0; i < num; ++i) p[i] = detail::derive(k, i);
-  if constexpr (std::is_same_v<default_memory_space, Kokkos::HostSpace>) {
-    return host;
-  } else {
-    Array<Key, 1> out(num);
-    Kokkos::deep_copy(out.view(), host.view());
-    return out;
-  }
+  return device_put(host);
 }
 
 }  // namespace kax::random
