@@ -28,4 +28,5 @@
 #include "kax/plan/elementwise_plan.hpp"
 #include "kax/plan/plan_of.hpp"
 #include "kax/random.hpp"
+#include "kax/transform/pmap.hpp"
 #include "kax/transform/vmap.hpp"

@@ -32,6 +32,19 @@ class memory_space_error : public error {
   using error::error;
 };
 
+// A collective (psum, all_gather, ...) that cannot complete: another device or process failed,
+// or did not arrive within the collective timeout (kax::collective_timeout).
+class collective_error : public error {
+ public:
+  using error::error;
+};
+
+// A collective that waited longer than the configured timeout for the other participants.
+class collective_timeout : public collective_error {
+ public:
+  using collective_error::collective_error;
+};
+
 // "(3, 4)" — NumPy's spelling of a shape; "()" for rank 0.
 template <std::size_t R>
 std::string shape_string(const std::array<std::size_t, R>& s) {

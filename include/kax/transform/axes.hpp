@@ -14,6 +14,8 @@
 #include <tuple>
 #include <type_traits>
 
+#include "kax/core/fixed_string.hpp"
+
 namespace kax {
 
 // An unmapped argument or an unbatched output (JAX's None; not -1, which is the last axis).
@@ -38,7 +40,21 @@ struct axis_size {
   explicit constexpr axis_size(std::size_t n) : value(n) {}
 };
 
+// jax.vmap(f, axis_name="i"): names the batch axis so that collectives (kax::psum<"i"> ...) inside
+// f reduce over the batch.  kax::vmap(f, kax::axis_name<"i">).
+template <fixed_string Name>
+struct axis_name_t {
+  static constexpr auto name = Name;
+};
+template <fixed_string Name>
+inline constexpr axis_name_t<Name> axis_name{};
+
 namespace detail {
+
+template <class A>
+struct is_axis_name : std::false_type {};
+template <fixed_string Name>
+struct is_axis_name<axis_name_t<Name>> : std::true_type {};
 
 // The stored form of one entry: integers become long, none and nested specs stay as they are.
 template <class A>

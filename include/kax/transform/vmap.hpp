@@ -25,7 +25,9 @@
 #include "kax/core/errors.hpp"
 #include "kax/expr/as_expr.hpp"
 #include "kax/transform/axes.hpp"
+#include "kax/parallel/collectives.hpp"
 #include "kax/transform/detail/batching.hpp"
+#include "kax/transform/detail/collective_batching.hpp"
 
 namespace kax {
 
@@ -70,7 +72,8 @@ struct mapped_axis {
 // Records the mapped axes of an argument (recursing into tuples), or throws axis_error for an
 // axis outside the argument's rank.
 template <class X, class S>
-void collect_axes(const X& x, const S& spec, const std::string& name, std::vector<mapped_axis>& out) {
+void collect_axes(const X& x, const S& spec, const std::string& name, std::vector<mapped_axis>& out,
+                  const std::string& who = "kax::vmap") {
   if constexpr (tuple_like<X>) {
     constexpr std::size_t n = std::tuple_size_v<std::remove_cvref_t<X>>;
     if constexpr (nested_spec<S>) {
@@ -80,7 +83,7 @@ void collect_axes(const X& x, const S& spec, const std::string& name, std::vecto
     }
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (collect_axes(std::get<I>(x), element_spec<I>(spec),
-                    name + "[" + std::to_string(I) + "]", out),
+                    name + "[" + std::to_string(I) + "]", out, who),
        ...);
     }(std::make_index_sequence<n>{});
   } else {
@@ -95,7 +98,7 @@ void collect_axes(const X& x, const S& spec, const std::string& name, std::vecto
       const long r = static_cast<long>(R);
       if (spec < -r || spec >= r || R == 0) {
         const long need = spec < 0 ? -spec : spec + 1;
-        throw axis_error("kax::vmap was requested to map " + name + " along axis " + std::to_string(spec) +
+        throw axis_error(who + " was requested to map " + name + " along axis " + std::to_string(spec) +
                          ", which implies that its rank should be at least " + std::to_string(need) +
                          ", but is only " + std::to_string(R) + " (its shape is " + shape_string(s) + ")");
       }
@@ -106,18 +109,19 @@ void collect_axes(const X& x, const S& spec, const std::string& name, std::vecto
 }
 
 // The batch size: every mapped axis (and axis_size, when given) must agree.
-inline std::size_t common_batch_size(const std::vector<mapped_axis>& axes, std::optional<std::size_t> requested) {
+inline std::size_t common_batch_size(const std::vector<mapped_axis>& axes, std::optional<std::size_t> requested,
+                                     const std::string& who = "kax::vmap") {
   if (axes.empty()) {
     if (!requested)
-      throw axis_error("kax::vmap must have at least one non-none value in in_axes, or be given "
-                       "kax::axis_size(n)");
+      throw axis_error(who + " must have at least one non-none value in in_axes" +
+                       (who == "kax::vmap" ? ", or be given kax::axis_size(n)" : ""));
     return *requested;
   }
   const std::size_t b = requested ? *requested : axes.front().size;
   bool consistent = true;
   for (const auto& a : axes) consistent = consistent && a.size == b;
   if (consistent) return b;
-  std::string msg = "kax::vmap got inconsistent sizes for array axes to be mapped:";
+  std::string msg = who + " got inconsistent sizes for array axes to be mapped:";
   if (requested) msg += "\n  * kax::axis_size is " + std::to_string(*requested);
   for (const auto& a : axes) msg += "\n  * " + a.where + " has size " + std::to_string(a.size);
   throw shape_error(msg);
@@ -215,9 +219,11 @@ auto place_all_outputs(batch_context<Tag>& ctx, const Y& y, const S& spec) {
   }
 }
 
-template <class F, class In, class Out>
+template <class F, class In, class Out, class AxisName = void>
 class vmapped {
  public:
+  using axis_name_type = AxisName;
+
   vmapped(F f, In in, Out out, std::optional<std::size_t> size)
       : f_(std::move(f)), in_(std::move(in)), out_(std::move(out)), size_(size) {}
 
@@ -243,7 +249,11 @@ class vmapped {
                     "kax::vmap: the function cannot be called with one example of each mapped "
                     "argument (its rank without the mapped axis), or its body does not compile for "
                     "them (see the errors that follow)");
+      // Collectives over this vmap's axis name find it while f builds its graph.
+      std::optional<axis_scope> bound;
+      if constexpr (!std::is_void_v<AxisName>) bound.emplace(axis_binding{std::string(AxisName::name.c_str()), nullptr, 0, ctx.size});
       auto y = std::invoke(f_, placeholder<Tag>(args, spec(std::integral_constant<std::size_t, I>{}))...);
+      bound.reset();
       return place_all_outputs(ctx, y, out_);
     }(std::index_sequence_for<Args...>{});
   }
@@ -260,6 +270,11 @@ template <class O>
 std::optional<std::size_t> requested_size(const O&) {
   return std::nullopt;
 }
+
+template <class F, class In, class Out, class AxisName, class Args>
+struct tag_axis_name<vmap_tag<vmapped<F, In, Out, AxisName>, Args>> {
+  using type = AxisName;
+};
 
 template <template <class...> class T, class X>
 struct is_instance : std::false_type {};
@@ -279,6 +294,13 @@ auto option_of(D fallback, const O&... opts) {
   else return fallback;
 }
 
+inline void axis_name_of() {}
+template <class O, class... Rest>
+auto axis_name_of(const O&, const Rest&... rest) {
+  if constexpr (is_axis_name<O>::value) return O{};
+  else return axis_name_of(rest...);
+}
+
 }  // namespace detail
 
 // jax.vmap(f, in_axes, out_axes, axis_size): options in any order, each at most once:
@@ -286,18 +308,22 @@ auto option_of(D fallback, const O&... opts) {
 //   kax::vmap(f, kax::in_axes(0, kax::none))              one entry per argument
 //   kax::vmap(f, kax::in_axes(1), kax::out_axes(-1))      out_axes: one entry, or one per output
 //   kax::vmap(f, kax::in_axes(kax::none), kax::axis_size(8))  no mapped argument: a batch of 8
+//   kax::vmap(f, kax::axis_name<"i">)                    collectives over "i" in f reduce over the batch
 // Returns a callable; calling it returns the batched lazy expression (or a tuple of them).
 template <class F, class... Opt>
 auto vmap(F f, Opt... opts) {
   static_assert(((detail::is_instance<in_axes_t, Opt>::value || detail::is_instance<out_axes_t, Opt>::value ||
-                  std::is_same_v<Opt, axis_size>) && ...),
-                "kax::vmap: options are kax::in_axes(...), kax::out_axes(...) and kax::axis_size(n)");
+                  std::is_same_v<Opt, axis_size> || detail::is_axis_name<Opt>::value) && ...),
+                "kax::vmap: options are kax::in_axes(...), kax::out_axes(...), kax::axis_size(n) and "
+                "kax::axis_name<\"name\">");
+  static_assert((detail::is_axis_name<Opt>::value + ... + 0) <= 1, "kax::vmap: axis_name is given twice");
   static_assert((std::is_same_v<Opt, axis_size> + ... + 0) <= 1, "kax::vmap: axis_size is given twice");
   auto in = detail::option_of<in_axes_t>(detail::all_leading_t{}, opts...);
   auto out = detail::option_of<out_axes_t>(detail::leading_axis_t{}, opts...);
   std::optional<std::size_t> size;
   ((size = size ? size : detail::requested_size(opts)), ...);
-  return detail::vmapped<F, decltype(in), decltype(out)>(std::move(f), std::move(in), std::move(out), size);
+  using AxisName = decltype(detail::axis_name_of(opts...));
+  return detail::vmapped<F, decltype(in), decltype(out), AxisName>(std::move(f), std::move(in), std::move(out), size);
 }
 
 }  // namespace kax

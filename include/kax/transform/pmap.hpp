@@ -1,0 +1,373 @@
+// kax/transform/pmap.hpp — kax::pmap: parallel map over devices with named-axis collectives
+// (jax.pmap).
+//
+//   auto f = [](auto x) { return x / kax::psum<"i">(kax::sum(x)); };
+//   kax::Array<float, 2> y = kax::pmap<"i">(f)(x);   // x: (n, d) with n <= kax::local_device_count()
+//
+// The mapped axis (in_axes, default 0 for every argument) is split across the devices: device d
+// runs f on slice d of every mapped argument (unmapped, kax::none, arguments are shared), on a
+// host task of its own (exec/host_tasks.hpp), so the devices run concurrently.  Each device's
+// expression graph is split at its collectives (parallel/collectives.hpp): every stage is a fused
+// kernel on that device, and the devices exchange values between stages.  The results are
+// written in place into one array with the device axis at out_axes (default 0); kax::none
+// returns device 0's value (for values every device agrees on, e.g. after a psum).
+//
+// Unlike vmap, pmap runs when called and returns Arrays (a std::tuple of them when f returns a
+// tuple), as jax.pmap returns computed arrays.  Over MPI (parallel/mpi.hpp) every process calls
+// pmap with its own local slices (leading axis = kax::local_device_count()) and the collectives
+// span the devices of all processes; axis_index is the global device index.
+#pragma once
+
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include "kax/core/factories.hpp"
+#include "kax/exec/assign.hpp"
+#include "kax/exec/host_tasks.hpp"
+#include "kax/expr/layout/slice.hpp"
+#include "kax/expr/layout/unit_axes.hpp"
+#include "kax/parallel/collectives.hpp"
+#include "kax/parallel/devices.hpp"
+#include "kax/transform/vmap.hpp"
+
+namespace kax {
+namespace detail {
+
+template <class X>
+struct is_kax_array : std::false_type {};
+template <class T, std::size_t R, class M>
+struct is_kax_array<Array<T, R, M>> : std::true_type {};
+
+template <fixed_string A, fixed_string B>
+constexpr bool same_name() {
+  if constexpr (A.size() != B.size()) {
+    return false;
+  } else {
+    for (std::size_t i = 0; i < A.size(); ++i)
+      if (A[i] != B[i]) return false;
+    return true;
+  }
+}
+
+// Compile-time check that every collective in f's result names the pmap's axis (JAX raises
+// NameError at trace time; here the program does not compile).
+template <fixed_string Name, class E>
+void check_axis_names(const E& e) {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (requires { N::op; typename N::value_type; e.binding; }) {
+    [&]<collective_op Op, fixed_string Other, class A, bool T>(const CollectiveExpr<Op, Other, A, T>&) {
+      static_assert(same_name<Other, Name>(),
+                    "kax::pmap: the function uses a collective over an axis name that this pmap does not bind "
+                    "(kax::pmap<\"i\"> binds only \"i\"; JAX: unbound axis name)");
+    }(e);
+  }
+  if constexpr (requires { e.for_each_child([](const auto&) {}); })
+    e.for_each_child([](const auto& c) { check_axis_names<Name>(c); });
+  if constexpr (requires { e.for_each_operand([](const auto&) {}); })
+    e.for_each_operand([](const auto& c) { check_axis_names<Name>(c); });
+}
+
+// Device d's view of an argument: slice d of the mapped axis, the argument itself when unmapped,
+// tuples alike.  A mapped Array becomes an Array: along axis 0 it shares the buffer (a subview),
+// along another axis the device copies its slice (in its own task, concurrently with the others).
+// A mapped expression becomes a lazy slice of it, fused into the device's kernels.
+template <class X, class S>
+auto device_arg(const X& x, const S& spec, std::size_t d) {
+  if constexpr (tuple_like<X>) {
+    using T = std::remove_cvref_t<X>;
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      if constexpr (!nested_spec<S> && is_std_array<T>::value) {
+        using P = decltype(device_arg(std::get<0>(x), spec, d));
+        return std::array<P, sizeof...(I)>{device_arg(std::get<I>(x), spec, d)...};
+      } else {
+        return std::make_tuple(device_arg(std::get<I>(x), element_spec<I>(spec), d)...);
+      }
+    }(std::make_index_sequence<std::tuple_size_v<T>>{});
+  } else if constexpr (std::is_same_v<S, long> && !scalar<X> && rank_of<expr_t<X>> >= 1) {
+    using E = expr_t<X>;
+    constexpr std::size_t R = rank_of<E>;
+    const std::size_t axis = static_cast<std::size_t>(spec < 0 ? spec + static_cast<long>(R) : spec);
+    std::array<range, R> ranges{};
+    ranges[axis] = range(static_cast<long>(d), static_cast<long>(d + 1));
+    auto lazy = [&] { return squeeze(slice(as_expr(x), ranges), std::array<long, 1>{static_cast<long>(axis)}); };
+    if constexpr (is_kax_array<std::remove_cvref_t<X>>::value) {
+      using A = std::remove_cvref_t<X>;
+      using Out = Array<typename A::value_type, R - 1, typename A::memory_space>;
+      if (axis != 0) return Out(lazy());
+      auto sub = [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return Kokkos::subview(x.view(), d, ((void)K, Kokkos::ALL)...);
+      }(std::make_index_sequence<R - 1>{});
+      typename Out::view_type v = sub;
+      return Out(v);
+    } else {
+      return lazy();
+    }
+  } else {
+    return x;
+  }
+}
+
+// One output of the device programs: the array every device writes its slice of (device axis at
+// `axis`), or for kax::none each device's own value (device 0's is returned).
+template <class Y, class S>
+struct output_slot {
+  using E = decltype(as_expr(std::declval<const Y&>()));
+  using T = value_type_of<E>;
+  static constexpr std::size_t R = rank_of<E>;
+  static constexpr bool unstacked = std::is_same_v<S, none_t>;
+  using result = std::conditional_t<unstacked, Array<T, R>, Array<T, R + 1>>;
+
+  result out;
+  std::size_t axis = 0;
+
+  // Device 0, after every device has built its expression: allocates the output.
+  void allocate(const std::vector<shape<R>>& shapes, const S& spec, const std::string& who) {
+    for (const auto& s : shapes)
+      if (s != shapes.front()) {
+        std::string msg = who + ": the devices' results have different shapes:";
+        for (std::size_t d = 0; d < shapes.size(); ++d)
+          msg += "\n  * device " + std::to_string(d) + ": " + shape_string(shapes[d]);
+        throw shape_error(msg);
+      }
+    if constexpr (!unstacked) {
+      if constexpr (std::is_same_v<S, leading_axis_t>) axis = 0;
+      else axis = normalize_axis(spec, R + 1, (who + " (out_axes)").c_str());
+      shape<R + 1> full{};
+      for (std::size_t k = 0, j = 0; k < R + 1; ++k) full[k] = k == axis ? shapes.size() : shapes.front()[j++];
+      out = detail::uninitialized<T, R + 1>(full, "kax::pmap output");
+    }
+  }
+
+  // Device d's evaluation of its value into its slice.
+  template <class Space>
+  void write(const Space& space, std::size_t d, const E& e, result& own) const {
+    if constexpr (unstacked) {
+      own = detail::uninitialized<T, R>(e.extents(), "kax::pmap output");
+      evaluate_into_view<T, R, default_memory_space>(own.view(), e);
+      (void)space;
+      (void)d;
+    } else {
+      const shape<R + 1> full = out.extents();
+      const shape<R + 1> st = row_major_strides(full);
+      output_target<T, R> t{out.data() + d * st[axis], {}, {}, axis == 0};
+      for (std::size_t k = 0, j = 0; k < R + 1; ++k) {
+        if (k == axis) continue;
+        t.ext[j] = full[k];
+        t.strides[j++] = st[k];
+      }
+      evaluate_into<Space, default_memory_space>(space, t, e);
+    }
+  }
+};
+
+// The outputs of f as a flat list: one slot per element of a returned tuple, or one.
+template <class Y, class S>
+auto output_spec(const S& spec) {
+  if constexpr (tuple_like<Y>) {
+    constexpr std::size_t n = std::tuple_size_v<std::remove_cvref_t<Y>>;
+    if constexpr (nested_spec<S>) {
+      constexpr std::size_t m = std::tuple_size_v<std::remove_cvref_t<decltype(entries_of(spec))>>;
+      static_assert(m == 1 || m == n, "kax::pmap: out_axes must have one entry, or one per element of the returned tuple");
+      if constexpr (m == 1) {
+        return [&]<std::size_t... I>(std::index_sequence<I...>) {
+          return std::make_tuple(((void)I, std::get<0>(entries_of(spec)))...);
+        }(std::make_index_sequence<n>{});
+      } else {
+        return entries_of(spec);
+      }
+    } else {
+      return [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return std::make_tuple(((void)I, spec)...);
+      }(std::make_index_sequence<n>{});
+    }
+  } else {
+    if constexpr (nested_spec<S>) {
+      static_assert(std::tuple_size_v<std::remove_cvref_t<decltype(entries_of(spec))>> == 1,
+                    "kax::pmap: out_axes has several entries but the function returns a single value");
+      return std::make_tuple(std::get<0>(entries_of(spec)));
+    } else {
+      return std::make_tuple(spec);
+    }
+  }
+}
+
+template <class Y>
+auto as_tuple(Y&& y) {
+  if constexpr (tuple_like<Y>) return std::apply([](auto&&... e) { return std::make_tuple(e...); }, y);
+  else return std::make_tuple(std::forward<Y>(y));
+}
+
+template <fixed_string Name, class F, class In, class Out>
+class pmapped {
+ public:
+  pmapped(F f, In in, Out out) : f_(std::move(f)), in_(std::move(in)), out_(std::move(out)) {}
+
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    const std::string who = std::string("kax::pmap<\"") + Name.c_str() + "\">";
+    if constexpr (!std::is_same_v<In, all_leading_t>) {
+      static_assert(std::tuple_size_v<std::remove_cvref_t<decltype(entries_of(in_))>> == sizeof...(Args),
+                    "kax::pmap: in_axes must have one entry per argument of the call");
+    }
+    auto spec = [&](auto i) -> decltype(auto) {
+      if constexpr (std::is_same_v<In, all_leading_t>) return 0L;
+      else return std::get<decltype(i)::value>(entries_of(in_));
+    };
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      std::vector<mapped_axis> axes;
+      (collect_axes(args, spec(std::integral_constant<std::size_t, I>{}), "argument " + std::to_string(I), axes, who),
+       ...);
+      const std::size_t n = common_batch_size(axes, std::nullopt, who);
+      check_device_count(n, who);
+
+      using Y = std::invoke_result_t<const F&, decltype(device_arg(args, spec(std::integral_constant<std::size_t, I>{}), 0))...>;
+      using Specs = decltype(output_spec<Y>(out_));
+      auto slots = make_slots<Y>(std::make_index_sequence<std::tuple_size_v<Specs>>{});
+      const Specs specs = output_spec<Y>(out_);
+      using Own = decltype(own_values(slots));
+      std::vector<Own> own(n);
+
+      auto net = process_count() > 1 ? cross_process_hook() : nullptr;
+      auto group = std::make_shared<axis_group>(std::string(Name.c_str()), static_cast<int>(n), collective_timeout_limit(), net);
+      std::vector<std::exception_ptr> failures(n);
+      using Shapes = decltype(shape_lists(slots));
+      Shapes shapes = shape_lists(slots);
+      resize_all(shapes, n);
+
+      exec::run_tasks(n, [&](std::size_t d) {
+        try {
+          const axis_scope bound(axis_binding{std::string(Name.c_str()), group, static_cast<int>(d), 0});
+          auto y = as_tuple(std::invoke(f_, device_arg(args, spec(std::integral_constant<std::size_t, I>{}), d)...));
+          auto exprs = std::apply([](const auto&... e) { return std::make_tuple(as_expr(e)...); }, y);
+          std::apply([](const auto&... e) { (check_axis_names<Name>(e), ...); }, exprs);
+          record_shapes(shapes, exprs, d);
+          group->barrier(static_cast<int>(d), who);
+          if (d == 0) allocate_all(slots, shapes, specs, who);
+          group->barrier(static_cast<int>(d), who);
+          write_all(slots, exprs, d, own[d]);
+        } catch (...) {
+          failures[d] = std::current_exception();
+          group->abort(who + ": device " + std::to_string(group->global_index(static_cast<int>(d))) + " failed");
+        }
+      });
+      rethrow_root_cause(failures);
+      return results<tuple_like<Y>>(slots, own);
+    }(std::index_sequence_for<Args...>{});
+  }
+
+ private:
+  static void check_device_count(std::size_t n, const std::string& who) {
+    const auto local = static_cast<std::size_t>(local_device_count());
+    if (n == 0) throw shape_error(who + ": the mapped axis has size 0; pmap needs at least one device");
+    if (process_count() > 1 && n != local)
+      throw shape_error(who + ": with " + std::to_string(process_count()) +
+                        " processes, every process maps its local devices: the mapped axis has size " + std::to_string(n) +
+                        ", but this process has " + std::to_string(local) + " devices (kax::local_device_count())");
+    if (n > local)
+      throw shape_error(who + ": the mapped axis has size " + std::to_string(n) + ", but only " + std::to_string(local) +
+                        " devices are available (kax::local_device_count(); host devices: KAX_HOST_DEVICES or "
+                        "kax::initialize({.host_devices = N}))");
+  }
+
+  template <class Y, std::size_t... K>
+  static auto make_slots(std::index_sequence<K...>) {
+    using Specs = decltype(output_spec<Y>(std::declval<const Out&>()));
+    using Ys = decltype(as_tuple(std::declval<Y>()));
+    return std::make_tuple(output_slot<std::tuple_element_t<K, Ys>, std::remove_cvref_t<std::tuple_element_t<K, Specs>>>{}...);
+  }
+
+  template <class... Slot>
+  static auto own_values(const std::tuple<Slot...>&) -> std::tuple<typename Slot::result...>;
+  template <class... Slot>
+  static auto shape_lists(const std::tuple<Slot...>&) {
+    return std::tuple<std::vector<shape<Slot::R>>...>{};
+  }
+  template <class... V>
+  static void resize_all(std::tuple<V...>& s, std::size_t n) {
+    std::apply([n](auto&... v) { (v.resize(n), ...); }, s);
+  }
+  template <class Shapes, class Exprs>
+  static void record_shapes(Shapes& shapes, const Exprs& exprs, std::size_t d) {
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      ((std::get<K>(shapes)[d] = std::get<K>(exprs).extents()), ...);
+    }(std::make_index_sequence<std::tuple_size_v<Exprs>>{});
+  }
+  template <class Slots, class Shapes, class Specs>
+  static void allocate_all(Slots& slots, const Shapes& shapes, const Specs& specs, const std::string& who) {
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      (std::get<K>(slots).allocate(std::get<K>(shapes), std::get<K>(specs), who), ...);
+    }(std::make_index_sequence<std::tuple_size_v<Slots>>{});
+  }
+  template <class Slots, class Exprs, class OwnT>
+  static void write_all(const Slots& slots, const Exprs& exprs, std::size_t d, OwnT& own) {
+    const default_execution_space space{};
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      (std::get<K>(slots).write(space, d, std::get<K>(exprs), std::get<K>(own)), ...);
+    }(std::make_index_sequence<std::tuple_size_v<Slots>>{});
+    space.fence();
+  }
+  template <bool Tuple, class Slots, class OwnV>
+  static auto results(Slots& slots, std::vector<OwnV>& own) {
+    auto all = [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return std::make_tuple(pick<K>(slots, own)...);
+    }(std::make_index_sequence<std::tuple_size_v<Slots>>{});
+    if constexpr (!Tuple) return std::get<0>(std::move(all));
+    else return all;
+  }
+  template <std::size_t K, class Slots, class OwnV>
+  static auto pick(Slots& slots, std::vector<OwnV>& own) {
+    auto& slot = std::get<K>(slots);
+    if constexpr (std::remove_cvref_t<decltype(slot)>::unstacked) return std::get<K>(own[0]);
+    else return slot.out;
+  }
+
+  // The error that started it: a device's own exception rather than the collective_error that
+  // aborting the group raised on the devices waiting for it.
+  static void rethrow_root_cause(const std::vector<std::exception_ptr>& failures) {
+    std::exception_ptr first, root;
+    for (const auto& e : failures) {
+      if (!e) continue;
+      if (!first) first = e;
+      try {
+        std::rethrow_exception(e);
+      } catch (const collective_timeout&) {
+        if (!root) root = e;
+      } catch (const collective_error&) {
+      } catch (...) {
+        if (!root) root = e;
+      }
+    }
+    if (root) std::rethrow_exception(root);
+    if (first) std::rethrow_exception(first);
+  }
+
+  F f_;
+  In in_;
+  Out out_;
+};
+
+}  // namespace detail
+
+// jax.pmap(f, axis_name="i", in_axes, out_axes):
+//   kax::pmap<"i">(f)                                  every argument mapped along axis 0
+//   kax::pmap<"i">(f, kax::in_axes(0, kax::none))       one entry per argument
+//   kax::pmap<"i">(f, kax::out_axes(kax::none))         device 0's value (same on every device)
+// Returns a callable that runs f on every device and returns the results.
+template <fixed_string Name, class F, class... Opt>
+auto pmap(F f, Opt... opts) {
+  static_assert(((detail::is_instance<in_axes_t, Opt>::value || detail::is_instance<out_axes_t, Opt>::value) && ...),
+                "kax::pmap: options are kax::in_axes(...) and kax::out_axes(...)");
+  auto in = detail::option_of<in_axes_t>(detail::all_leading_t{}, opts...);
+  auto out = detail::option_of<out_axes_t>(detail::leading_axis_t{}, opts...);
+  return detail::pmapped<Name, F, decltype(in), decltype(out)>(std::move(f), std::move(in), std::move(out));
+}
+
+}  // namespace kax
