@@ -1,7 +1,13 @@
-// kax/core/scope_guard.hpp — brings Kokkos (and later MPI) up for a scope and down after it.
+// kax/core/scope_guard.hpp — brings Kokkos (and MPI, in builds with KAX_HAVE_MPI) up for a scope
+// and down after it.
 #pragma once
 
+#include <optional>
+
 #include "kax/core/config.hpp"
+#if defined(KAX_HAVE_MPI)
+#include "kax/parallel/mpi.hpp"
+#endif
 
 namespace kax {
 
@@ -11,12 +17,18 @@ namespace kax {
 class ScopeGuard {
  public:
   ScopeGuard() {
+#if defined(KAX_HAVE_MPI)
+    mpi_.emplace(nullptr, nullptr);
+#endif
     if (!Kokkos::is_initialized()) {
       Kokkos::initialize();
       owns_ = true;
     }
   }
   ScopeGuard(int& argc, char* argv[]) {
+#if defined(KAX_HAVE_MPI)
+    mpi_.emplace(&argc, &argv);
+#endif
     if (!Kokkos::is_initialized()) {
       Kokkos::initialize(argc, argv);
       owns_ = true;
@@ -30,6 +42,9 @@ class ScopeGuard {
 
  private:
   bool owns_ = false;
+#if defined(KAX_HAVE_MPI)
+  std::optional<detail::mpi_session> mpi_;  // declared last: MPI goes down after Kokkos
+#endif
 };
 
 }  // namespace kax
