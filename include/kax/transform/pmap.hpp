@@ -227,6 +227,10 @@ class pmapped {
        ...);
       const std::size_t n = common_batch_size(axes, std::nullopt, who);
       check_device_count(n, who);
+      for (const axis_binding& b : axis_bindings())
+        if (b.group)
+          throw error(who + ": called inside the device program of kax::pmap<\"" + b.name +
+                      "\">; nested pmap is not supported (use vmap with kax::axis_name inside pmap)");
 
       using Y = std::invoke_result_t<const F&, decltype(device_arg(args, spec(std::integral_constant<std::size_t, I>{}), 0))...>;
       using Specs = decltype(output_spec<Y>(out_));
