@@ -25,10 +25,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "kax/core/errors.hpp"
+#include "kax/core/detail/simd_warnings_off.hpp"  // after every other include
 
 namespace kax::detail {
 
@@ -340,3 +342,5 @@ class axis_group {
 };
 
 }  // namespace kax::detail
+
+#include "kax/core/detail/simd_warnings_on.hpp"
