@@ -254,10 +254,11 @@ class axis_group {
   }
 
  private:
+  // A copy of the header: a device that throws on a mismatch leaves while others still read it.
   struct slot {
     const void* in = nullptr;
     void* out = nullptr;
-    const collective_header* header = nullptr;
+    collective_header header;
   };
 
   static std::string seconds(std::chrono::milliseconds t) {
@@ -279,19 +280,19 @@ class axis_group {
   std::vector<std::byte>& begin(int device, const void* in, void* out, const collective_header& h, std::size_t shared_bytes) {
     const std::size_t d = static_cast<std::size_t>(device);
     std::vector<std::byte>& shared = shared_[seq_[d]++ % 2];
-    slots_[d] = {in, out, &h};
+    slots_[d] = {in, out, h};
     if (device == 0 && shared.size() < shared_bytes) shared.resize(shared_bytes);
     barrier(device, h.who);
-    const collective_header& first = *slots_[0].header;
+    const collective_header& first = slots_[0].header;
     bool same = true;
     for (const slot& s : slots_)
-      same = same && s.header->kind == first.kind && s.header->count == first.count && s.header->elem == first.elem &&
-             s.header->who == first.who && s.header->source == first.source;
+      same = same && s.header.kind == first.kind && s.header.count == first.count && s.header.elem == first.elem &&
+             s.header.who == first.who && s.header.source == first.source;
     if (!same) {
       std::string msg = h.who + ": the devices of axis '" + name_ + "' disagree on the collective:";
       for (int k = 0; k < local_; ++k)
-        msg += "\n  * device " + std::to_string(global_index(k)) + ": " + slots_[static_cast<std::size_t>(k)].header->who + " of " +
-               slots_[static_cast<std::size_t>(k)].header->shape;
+        msg += "\n  * device " + std::to_string(global_index(k)) + ": " + slots_[static_cast<std::size_t>(k)].header.who + " of " +
+               slots_[static_cast<std::size_t>(k)].header.shape;
       throw shape_error(msg);
     }
     return shared;

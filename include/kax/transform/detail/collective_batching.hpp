@@ -65,26 +65,25 @@ auto batch_node(batch_context<Tag>& ctx, const CollectiveExpr<Op, Name, E, Tiled
       static_assert(dependent_false<E>,
                     "kax::ppermute over a vmap axis is not supported; use it over a kax::pmap axis");
     } else if constexpr (!A::is_batched) {
-      // The same value in every example.
+      // The same value in every example (JAX: psum multiplies by the axis size, the others keep
+      // it).  The result is still marked batched, broadcast along the batch, so that the nodes
+      // above it are rewritten too (a collective inside an unbatched subexpression must not
+      // escape the rewrite).
+      auto every = [n](auto v) {
+        using V = decltype(v);
+        return make_batched<true>(BroadcastToExpr<V, rank_of<V> + 1>(v, with_batch(n, v.extents())));
+      };
       if constexpr (Op == collective_op::psum) {
-        return make_batched<false>(c.arg * static_cast<T>(n));
+        return every(c.arg * static_cast<T>(n));
       } else if constexpr (Op == collective_op::all_gather && !Tiled) {
-        shape<R + 1> s{};
-        s[0] = n;
-        for (std::size_t k = 0; k < R; ++k) s[k + 1] = c.arg.extents()[k];
-        return make_batched<false>(BroadcastToExpr<E, R + 1>(c.arg, s));
+        return every(BroadcastToExpr<E, R + 1>(c.arg, with_batch(n, c.arg.extents())));
       } else if constexpr (Op == collective_op::all_gather) {
-        shape<R + 1> s{};
-        s[0] = n;
         std::array<long, R> flat{};
-        for (std::size_t k = 0; k < R; ++k) {
-          s[k + 1] = c.arg.extents()[k];
-          flat[k] = static_cast<long>(c.arg.extents()[k]);
-        }
+        for (std::size_t k = 0; k < R; ++k) flat[k] = static_cast<long>(c.arg.extents()[k]);
         flat[0] *= static_cast<long>(n);
-        return make_batched<false>(reshape(BroadcastToExpr<E, R + 1>(c.arg, s), flat));
+        return every(reshape(BroadcastToExpr<E, R + 1>(c.arg, with_batch(n, c.arg.extents())), flat));
       } else {
-        return make_batched<false>(c.arg);
+        return every(c.arg);
       }
     } else {
       auto b = batch_node(ctx, c.arg).expr;
