@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -71,9 +72,27 @@ inline int env_int(const char* name, int fallback, const char* what) {
   return static_cast<int>(n);
 }
 
+// Whether Views may be shared between threads.  A Kokkos built with no parallel host backend
+// (Serial only, as Debian's libtrilinos-kokkos-dev) counts View references without atomics
+// (KOKKOS_INTERNAL_NOT_PARALLEL in 3.x, KOKKOS_ENABLE_ATOMICS_BYPASS in 4.x), so host devices,
+// which run concurrently and share arrays, are not available there.
+#if defined(KOKKOS_INTERNAL_NOT_PARALLEL) || defined(KOKKOS_ENABLE_ATOMICS_BYPASS)
+inline constexpr bool kokkos_thread_safe = false;
+#else
+inline constexpr bool kokkos_thread_safe = true;
+#endif
+
 inline void freeze_locked(runtime_state& s) {
   if (s.frozen) return;
   if (s.host_devices == 0) s.host_devices = env_int("KAX_HOST_DEVICES", 1, "number of host devices");
+  if (!kokkos_thread_safe && s.host_devices > 1) {
+    std::fprintf(stderr,
+                 "kax: %d host devices requested, using 1: this Kokkos build has no parallel host backend "
+                 "(Serial only), so its View reference counts are not thread-safe and devices cannot run "
+                 "concurrently; use a Kokkos with OpenMP or Threads\n",
+                 s.host_devices);
+    s.host_devices = 1;
+  }
   if (s.timeout.count() == 0)
     s.timeout = std::chrono::seconds(env_int("KAX_COLLECTIVE_TIMEOUT", 60, "collective timeout in seconds"));
   s.frozen = true;
