@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "kax/core/config.hpp"
+#include "kax/core/detail/huge_pages.hpp"
 #include "kax/core/dtype.hpp"
 #include "kax/core/errors.hpp"
 #include "kax/core/extents.hpp"
@@ -37,10 +38,18 @@ struct view_data<T, 0> {
   using type = T;
 };
 
+// A new View; large host buffers get the huge-page hint before anything touches them (so a
+// zero-filled one is allocated uninitialized, advised, then filled).
 template <class View, std::size_t R, std::size_t... K>
 View make_view(const std::string& label, const shape<R>& s, bool init, std::index_sequence<K...>) {
-  if (init) return View(Kokkos::view_alloc(label), s[K]...);
-  return View(Kokkos::view_alloc(label, Kokkos::WithoutInitializing), s[K]...);
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible;
+  if (init && !host) return View(Kokkos::view_alloc(label), s[K]...);
+  View v(Kokkos::view_alloc(label, Kokkos::WithoutInitializing), s[K]...);
+  if constexpr (host) {
+    advise_huge_pages(v.data(), v.span() * sizeof(typename View::value_type));
+    if (init) Kokkos::deep_copy(v, typename View::value_type{});
+  }
+  return v;
 }
 
 template <class View, class T, std::size_t R, std::size_t... K>
