@@ -27,6 +27,20 @@ TEST_CASE("run_tasks runs tasks concurrently, so tasks that wait for each other 
   REQUIRE(after == 4);
 }
 
+TEST_CASE("run_tasks keeps every task concurrent as the task count grows and shrinks", "[exec]") {
+  // Arenas and TBB's thread limit are kept between calls: a larger call must raise the limit, and
+  // a smaller one after it must not lower it below what the larger arena needs.
+  for (std::size_t n : {2u, 6u, 3u, 6u}) {
+    std::barrier meet(static_cast<std::ptrdiff_t>(n));
+    std::atomic<std::size_t> after{0};
+    kax::exec::run_tasks(n, [&](std::size_t) {
+      meet.arrive_and_wait();
+      after++;
+    });
+    REQUIRE(after == n);
+  }
+}
+
 TEST_CASE("run_tasks rethrows a task's exception after all tasks finish", "[exec]") {
   std::atomic<int> done{0};
   REQUIRE_THROWS_WITH(kax::exec::run_tasks(3,
