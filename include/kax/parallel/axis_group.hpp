@@ -108,6 +108,21 @@ T combine(collective_kind k, T a, T b) {
   }
 }
 
+// Scratch memory that is not zero-filled on growth (a std::vector<std::byte> would memset it).
+class byte_buffer {
+ public:
+  std::byte* data() { return data_.get(); }
+  void reserve(std::size_t bytes) {
+    if (bytes <= size_) return;
+    data_.reset(new std::byte[bytes]);
+    size_ = bytes;
+  }
+
+ private:
+  std::unique_ptr<std::byte[]> data_;
+  std::size_t size_ = 0;
+};
+
 class axis_group {
  public:
   axis_group(std::string name, int local_size, std::chrono::milliseconds timeout,
@@ -161,31 +176,34 @@ class axis_group {
   }
 
   // psum/pmax/pmin: `out` (count elements) gets the elementwise combination of every device's `in`.
+  // Within the process, device d combines chunk d of every contribution straight into its own
+  // `out` and then copies the other chunks from the devices that own them; across processes the
+  // combined values go through a shared buffer that device 0 hands to MPI.
   template <class T>
   void allreduce(int device, const T* in, T* out, const collective_header& h) {
-    std::vector<std::byte>& shared = begin(device, in, out, h, h.count * sizeof(T));
     const std::size_t n = h.count;
-    T* acc = reinterpret_cast<T*>(shared.data());
-    const std::size_t lo = n * static_cast<std::size_t>(device) / static_cast<std::size_t>(local_);
-    const std::size_t hi = n * static_cast<std::size_t>(device + 1) / static_cast<std::size_t>(local_);
-    const T* first = static_cast<const T*>(slots_[0].in);
-    if (h.kind == collective_kind::sum) {
-      for (std::size_t i = lo; i < hi; ++i) acc[i] = first[i];
-      for (int k = 1; k < local_; ++k) {
-        const T* x = static_cast<const T*>(slots_[static_cast<std::size_t>(k)].in);
-#pragma omp simd
-        for (std::size_t i = lo; i < hi; ++i) acc[i] = static_cast<T>(acc[i] + x[i]);
-      }
+    byte_buffer& shared = begin(device, in, out, h, net_ ? n * sizeof(T) : 0);
+    T* acc = net_ ? reinterpret_cast<T*>(shared.data()) : out;
+    const auto chunk = [&](int k, std::size_t& lo, std::size_t& hi) {
+      lo = n * static_cast<std::size_t>(k) / static_cast<std::size_t>(local_);
+      hi = n * static_cast<std::size_t>(k + 1) / static_cast<std::size_t>(local_);
+    };
+    std::size_t lo = 0, hi = 0;
+    chunk(device, lo, hi);
+    combine_chunk(h.kind, acc, lo, hi);
+    barrier(device, h.who);
+    if (net_) {
+      cross_step(device, h, [&] { net_->allreduce(acc, h); });
+      std::memcpy(out, acc, n * sizeof(T));
     } else {
-      for (std::size_t i = lo; i < hi; ++i) {
-        T v = first[i];
-        for (int k = 1; k < local_; ++k) v = combine(h.kind, v, static_cast<const T*>(slots_[static_cast<std::size_t>(k)].in)[i]);
-        acc[i] = v;
+      for (int k = 0; k < local_; ++k) {
+        if (k == device) continue;
+        std::size_t a = 0, b = 0;
+        chunk(k, a, b);
+        std::memcpy(out + a, static_cast<const T*>(slots_[static_cast<std::size_t>(k)].out) + a, (b - a) * sizeof(T));
       }
     }
-    barrier(device, h.who);
-    if (net_) cross_step(device, h, [&] { net_->allreduce(acc, h); });
-    std::memcpy(out, acc, n * sizeof(T));
+    barrier(device, h.who);  // every device has read the chunks it needs from the others
   }
 
   // all_gather: `out` (size() * count elements) gets every device's `in`, in global device order.
@@ -193,7 +211,7 @@ class axis_group {
   void all_gather(int device, const T* in, T* out, const collective_header& h) {
     const std::size_t n = h.count;
     const std::size_t local_bytes = n * sizeof(T) * static_cast<std::size_t>(local_);
-    std::vector<std::byte>& shared = begin(device, in, out, h, net_ ? local_bytes : 0);
+    byte_buffer& shared = begin(device, in, out, h, net_ ? local_bytes : 0);
     if (!net_) {
       for (int k = 0; k < local_; ++k)
         std::memcpy(out + static_cast<std::size_t>(k) * n, slots_[static_cast<std::size_t>(k)].in, n * sizeof(T));
@@ -261,6 +279,36 @@ class axis_group {
     collective_header header;
   };
 
+  // acc[lo, hi) = the combination of every device's contribution there.  `acc` may be one of
+  // the contributions (a psum over a donated operand writes in place), so each block is combined
+  // in a small buffer first and stored after every contribution to it has been read.
+  template <class T>
+  void combine_chunk(collective_kind kind, T* acc, std::size_t lo, std::size_t hi) const {
+    constexpr std::size_t block = 8192 / sizeof(T);
+    T tmp[block];
+    const T* first = static_cast<const T*>(slots_[0].in);
+    for (std::size_t b0 = lo; b0 < hi; b0 += block) {
+      const std::size_t len = std::min(block, hi - b0);
+      const T* f = first + b0;
+      if (kind == collective_kind::sum) {
+#pragma omp simd
+        for (std::size_t i = 0; i < len; ++i) tmp[i] = f[i];
+        for (int k = 1; k < local_; ++k) {
+          const T* x = static_cast<const T*>(slots_[static_cast<std::size_t>(k)].in) + b0;
+#pragma omp simd
+          for (std::size_t i = 0; i < len; ++i) tmp[i] = static_cast<T>(tmp[i] + x[i]);
+        }
+      } else {
+        for (std::size_t i = 0; i < len; ++i) tmp[i] = f[i];
+        for (int k = 1; k < local_; ++k) {
+          const T* x = static_cast<const T*>(slots_[static_cast<std::size_t>(k)].in) + b0;
+          for (std::size_t i = 0; i < len; ++i) tmp[i] = combine(kind, tmp[i], x[i]);
+        }
+      }
+      std::memcpy(acc + b0, tmp, len * sizeof(T));
+    }
+  }
+
   static std::string seconds(std::chrono::milliseconds t) {
     const auto ms = t.count();
     return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
@@ -277,11 +325,11 @@ class axis_group {
   // Posts this device's buffers, has device 0 size the shared buffer of this collective, waits for
   // everyone, and checks that all devices called the same collective.  Shared buffers alternate
   // between two, so one collective's readers never race the next collective's writers.
-  std::vector<std::byte>& begin(int device, const void* in, void* out, const collective_header& h, std::size_t shared_bytes) {
+  byte_buffer& begin(int device, const void* in, void* out, const collective_header& h, std::size_t shared_bytes) {
     const std::size_t d = static_cast<std::size_t>(device);
-    std::vector<std::byte>& shared = shared_[seq_[d]++ % 2];
+    byte_buffer& shared = shared_[seq_[d]++ % 2];
     slots_[d] = {in, out, h};
-    if (device == 0 && shared.size() < shared_bytes) shared.resize(shared_bytes);
+    if (device == 0) shared.reserve(shared_bytes);
     barrier(device, h.who);
     const collective_header& first = slots_[0].header;
     bool same = true;
@@ -330,7 +378,7 @@ class axis_group {
 
   std::vector<slot> slots_;
   std::vector<std::uint64_t> seq_;
-  std::vector<std::byte> shared_[2];
+  byte_buffer shared_[2];
   std::string remote_error_;
 
   std::mutex m_;

@@ -176,7 +176,16 @@ struct CollectiveExpr : expression_base, materialization_base {
   KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const { return buffer.read_flat(n); }
   auto row(const multi_index<rank>& i) const { return buffer.row(i); }
   bool conflicts(const detail::buffer_span&, bool) const { return false; }
-  bool operand_reads(const detail::buffer_span& span) const { return arg.conflicts(span, false); }
+  // Whether the exchange would read memory in `span` other than at the element it writes.  A
+  // combining collective (psum, pmean, pmax, pmin) reads each device's operand only at the
+  // element it writes, and every device reads the others' operands before any device writes
+  // beyond its own chunk (axis_group::allreduce), so it may write over its operand in place (a
+  // donated argument).  The others move elements between positions or devices.
+  bool operand_reads(const detail::buffer_span& span) const {
+    constexpr bool combining = kind_of(Op) == collective_kind::sum || kind_of(Op) == collective_kind::max ||
+                               kind_of(Op) == collective_kind::min;
+    return arg.conflicts(span, combining);
+  }
 
   template <class F>
   void for_each_operand(F&& f) const {

@@ -39,7 +39,29 @@
 #include "kax/transform/vmap.hpp"
 
 namespace kax {
+
+// jax.pmap(f, donate_argnums=(0,)): the listed arguments' buffers may hold the results.  A donated
+// kax::Array that is mapped along axis 0 and has exactly the shape and dtype of an output (device
+// axis 0) becomes that output instead of a new allocation; its old values are overwritten, as
+// JAX invalidates donated buffers.  Each device writes only its own slice, after reading it.
+template <std::size_t... I>
+struct donate_argnums_t {};
+template <std::size_t... I>
+inline constexpr donate_argnums_t<I...> donate_argnums{};
+
 namespace detail {
+
+template <class O>
+struct is_donation : std::false_type {};
+template <std::size_t... I>
+struct is_donation<donate_argnums_t<I...>> : std::true_type {};
+
+inline donate_argnums_t<> donation_of() { return {}; }
+template <class O, class... Rest>
+auto donation_of(const O&, const Rest&... rest) {
+  if constexpr (is_donation<O>::value) return O{};
+  else return donation_of(rest...);
+}
 
 template <class X>
 struct is_kax_array : std::false_type {};
@@ -128,8 +150,12 @@ struct output_slot {
   result out;
   std::size_t axis = 0;
 
-  // Device 0, after every device has built its expression: allocates the output.
-  void allocate(const std::vector<shape<R>>& shapes, const S& spec, const std::string& who) {
+  // Device 0, after every device has built its expression: allocates the output, or takes a
+  // donated argument of the same type and shape (`donated`: pointers to donated arguments that
+  // are mapped along axis 0; `used` marks those already taken by another output).
+  template <class Donated>
+  void allocate(const std::vector<shape<R>>& shapes, const S& spec, const std::string& who, const Donated& donated,
+                std::vector<bool>& used) {
     for (const auto& s : shapes)
       if (s != shapes.front()) {
         std::string msg = who + ": the devices' results have different shapes:";
@@ -142,7 +168,23 @@ struct output_slot {
       else axis = normalize_axis(spec, R + 1, (who + " (out_axes)").c_str());
       shape<R + 1> full{};
       for (std::size_t k = 0, j = 0; k < R + 1; ++k) full[k] = k == axis ? shapes.size() : shapes.front()[j++];
-      out = detail::uninitialized<T, R + 1>(full, "kax::pmap output");
+      bool took = false;
+      std::apply(
+          [&](const auto*... a) {
+            std::size_t k = 0;
+            auto take = [&](const auto* x) {
+              if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*x)>, result>) {
+                if (!took && x && !used[k] && axis == 0 && x->extents() == full) {
+                  out = *x;
+                  used[k] = took = true;
+                }
+              }
+              ++k;
+            };
+            (take(a), ...);
+          },
+          donated);
+      if (!took) out = detail::uninitialized<T, R + 1>(full, "kax::pmap output");
     }
   }
 
@@ -205,7 +247,7 @@ auto as_tuple(Y&& y) {
   else return std::make_tuple(std::forward<Y>(y));
 }
 
-template <fixed_string Name, class F, class In, class Out>
+template <fixed_string Name, class F, class In, class Out, class Donate = donate_argnums_t<>>
 class pmapped {
  public:
   pmapped(F f, In in, Out out) : f_(std::move(f)), in_(std::move(in)), out_(std::move(out)) {}
@@ -245,6 +287,9 @@ class pmapped {
       using Shapes = decltype(shape_lists(slots));
       Shapes shapes = shape_lists(slots);
       resize_all(shapes, n);
+      const auto donated = donated_arrays(Donate{}, std::forward_as_tuple(args...),
+                                          [&](auto i) { return spec(i); });
+      std::vector<bool> used(std::tuple_size_v<std::remove_cvref_t<decltype(donated)>>, false);
 
       exec::run_tasks(n, [&](std::size_t d) {
         try {
@@ -254,7 +299,7 @@ class pmapped {
           std::apply([](const auto&... e) { (check_axis_names<Name>(e), ...); }, exprs);
           record_shapes(shapes, exprs, d);
           group->barrier(static_cast<int>(d), who);
-          if (d == 0) allocate_all(slots, shapes, specs, who);
+          if (d == 0) allocate_all(slots, shapes, specs, who, donated, used);
           group->barrier(static_cast<int>(d), who);
           write_all(slots, exprs, d, own[d]);
         } catch (...) {
@@ -268,6 +313,26 @@ class pmapped {
   }
 
  private:
+  // Pointers to the donated arguments that can hold an output: kax::Arrays mapped along axis 0
+  // (others are null, so an output never takes them).
+  template <std::size_t... D, class Args, class Spec>
+  static auto donated_arrays(donate_argnums_t<D...>, const Args& args, Spec&& spec) {
+    auto one = [&](auto i) {
+      constexpr std::size_t k = decltype(i)::value;
+      static_assert(k < std::tuple_size_v<Args>, "kax::pmap: a donate_argnums index is not an argument of the call");
+      using X = std::remove_cvref_t<std::tuple_element_t<k, Args>>;
+      const X* p = nullptr;
+      if constexpr (is_kax_array<X>::value) {
+        using S = std::remove_cvref_t<decltype(spec(i))>;
+        if constexpr (std::is_same_v<S, long>) {
+          if (spec(i) == 0) p = &std::get<k>(args);
+        }
+      }
+      return p;
+    };
+    return std::make_tuple(one(std::integral_constant<std::size_t, D>{})...);
+  }
+
   static void check_device_count(std::size_t n, const std::string& who) {
     const auto local = static_cast<std::size_t>(local_device_count());
     if (n == 0) throw shape_error(who + ": the mapped axis has size 0; pmap needs at least one device");
@@ -304,10 +369,11 @@ class pmapped {
       ((std::get<K>(shapes)[d] = std::get<K>(exprs).extents()), ...);
     }(std::make_index_sequence<std::tuple_size_v<Exprs>>{});
   }
-  template <class Slots, class Shapes, class Specs>
-  static void allocate_all(Slots& slots, const Shapes& shapes, const Specs& specs, const std::string& who) {
+  template <class Slots, class Shapes, class Specs, class Donated>
+  static void allocate_all(Slots& slots, const Shapes& shapes, const Specs& specs, const std::string& who,
+                           const Donated& donated, std::vector<bool>& used) {
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      (std::get<K>(slots).allocate(std::get<K>(shapes), std::get<K>(specs), who), ...);
+      (std::get<K>(slots).allocate(std::get<K>(shapes), std::get<K>(specs), who, donated, used), ...);
     }(std::make_index_sequence<std::tuple_size_v<Slots>>{});
   }
   template <class Slots, class Exprs, class OwnT>
@@ -364,14 +430,17 @@ class pmapped {
 //   kax::pmap<"i">(f)                                  every argument mapped along axis 0
 //   kax::pmap<"i">(f, kax::in_axes(0, kax::none))       one entry per argument
 //   kax::pmap<"i">(f, kax::out_axes(kax::none))         device 0's value (same on every device)
+//   kax::pmap<"i">(f, kax::donate_argnums<0>)           argument 0's buffer may hold the result
 // Returns a callable that runs f on every device and returns the results.
 template <fixed_string Name, class F, class... Opt>
 auto pmap(F f, Opt... opts) {
-  static_assert(((detail::is_instance<in_axes_t, Opt>::value || detail::is_instance<out_axes_t, Opt>::value) && ...),
-                "kax::pmap: options are kax::in_axes(...) and kax::out_axes(...)");
+  static_assert(((detail::is_instance<in_axes_t, Opt>::value || detail::is_instance<out_axes_t, Opt>::value ||
+                  detail::is_donation<Opt>::value) && ...),
+                "kax::pmap: options are kax::in_axes(...), kax::out_axes(...) and kax::donate_argnums<i...>");
   auto in = detail::option_of<in_axes_t>(detail::all_leading_t{}, opts...);
   auto out = detail::option_of<out_axes_t>(detail::leading_axis_t{}, opts...);
-  return detail::pmapped<Name, F, decltype(in), decltype(out)>(std::move(f), std::move(in), std::move(out));
+  using Donate = decltype(detail::donation_of(opts...));
+  return detail::pmapped<Name, F, decltype(in), decltype(out), Donate>(std::move(f), std::move(in), std::move(out));
 }
 
 }  // namespace kax
