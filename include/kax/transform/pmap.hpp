@@ -208,7 +208,7 @@ class pmapped {
   // (others are null, so an output never takes them).
   template <std::size_t... D, class Args, class Spec>
   static auto donated_arrays(donate_argnums_t<D...>, const Args& args, Spec&& spec) {
-    auto one = [&](auto i) {
+    [[maybe_unused]] auto one = [&](auto i) {
       constexpr std::size_t k = decltype(i)::value;
       static_assert(k < std::tuple_size_v<Args>, "kax::pmap: a donate_argnums index is not an argument of the call");
       using X = std::remove_cvref_t<std::tuple_element_t<k, Args>>;

@@ -53,7 +53,7 @@ struct output_slot {
       std::apply(
           [&](const auto*... a) {
             std::size_t k = 0;
-            auto take = [&](const auto* x) {
+            [[maybe_unused]] auto take = [&](const auto* x) {
               if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*x)>, result>) {
                 if (!took && x && !used[k] && axis == 0 && x->extents() == full) {
                   out = *x;
