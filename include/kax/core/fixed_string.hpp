@@ -19,4 +19,16 @@ struct fixed_string {
   constexpr const char* c_str() const { return chars; }
 };
 
+// Whether two compile-time strings are equal (axis names: kax::pmap<"i"> and kax::psum<"i">).
+template <fixed_string A, fixed_string B>
+constexpr bool same_string() {
+  if constexpr (A.size() != B.size()) {
+    return false;
+  } else {
+    for (std::size_t i = 0; i < A.size(); ++i)
+      if (A[i] != B[i]) return false;
+    return true;
+  }
+}
+
 }  // namespace kax

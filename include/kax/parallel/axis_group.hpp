@@ -89,6 +89,12 @@ class cross_process {
   virtual void broadcast(void* buf, std::size_t bytes, int root, const collective_header& h) = 0;
 };
 
+// "2 s" or "1500 ms": a collective timeout in the messages of collective_timeout.
+inline std::string duration_string(std::chrono::milliseconds t) {
+  const auto ms = t.count();
+  return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+}
+
 // The hook parallel/mpi.hpp installs when kax runs under MPI (null: one process).
 inline std::shared_ptr<cross_process>& cross_process_hook() {
   static std::shared_ptr<cross_process> hook;
@@ -161,7 +167,7 @@ class axis_group {
       std::string missing;
       for (int k = 0; k < local_; ++k)
         if (!arrived_[static_cast<std::size_t>(k)]) missing += (missing.empty() ? "" : ", ") + std::to_string(global_index(k));
-      fail_locked(who + ": timed out after " + seconds(timeout_) + " waiting for device(s) " + missing +
+      fail_locked(who + ": timed out after " + duration_string(timeout_) + " waiting for device(s) " + missing +
                   " of axis '" + name_ + "' (a device program is stuck or did not reach the same collective; the "
                   "timeout is kax::initialize({.collective_timeout = ...}) or KAX_COLLECTIVE_TIMEOUT seconds)");
       throw collective_timeout(failure_);
@@ -307,11 +313,6 @@ class axis_group {
       }
       std::memcpy(acc + b0, tmp, len * sizeof(T));
     }
-  }
-
-  static std::string seconds(std::chrono::milliseconds t) {
-    const auto ms = t.count();
-    return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
   }
 
   void fail_locked(const std::string& why) {

@@ -140,7 +140,7 @@ struct CollectiveExpr : expression_base, materialization_base {
   CollectiveExpr(E a, axis_binding b, std::vector<permute_pair> pairs = {}, int src = 0)
       : arg(std::move(a)), binding(std::move(b)), perm(std::move(pairs)), source(src) {
     const shape<arg_rank> in = arg.extents();
-    const std::size_t n = binding.group ? static_cast<std::size_t>(binding.group->size()) : binding.vmap_size;
+    const std::size_t n = axis_size();
     if constexpr (stacks) {
       ext[0] = n;
       for (std::size_t k = 0; k < arg_rank; ++k) ext[k + 1] = in[k];
@@ -168,6 +168,11 @@ struct CollectiveExpr : expression_base, materialization_base {
     // Under vmap the node is rewritten before evaluation and never computed: an empty buffer (its
     // stamp identifies the node while vmap rewrites it).
     buffer = detail::stage_buffer<value_type, rank>(binding.group ? ext : shape<rank>{});
+  }
+
+  // The number of devices (pmap) or examples (vmap) along the axis.
+  std::size_t axis_size() const {
+    return binding.group ? static_cast<std::size_t>(binding.group->size()) : binding.vmap_size;
   }
 
   shape<rank> extents() const { return ext; }
@@ -236,7 +241,7 @@ struct CollectiveExpr : expression_base, materialization_base {
   void describe_stage(detail::plan_description& plan, bool into_output) const {
     detail::describe(arg, plan);
     const std::string who = collective_who<Op, Name>();
-    const std::size_t n = binding.group ? static_cast<std::size_t>(binding.group->size()) : binding.vmap_size;
+    const std::size_t n = axis_size();
     plan.add(who + " over " + std::to_string(n) + " devices (" +
              (binding.group && binding.group->spans_processes() ? "shared memory + MPI" : "shared memory") + ")" +
              (into_output ? " -> output " : " -> temporary ") + typed_shape<value_type>(ext));
@@ -265,7 +270,6 @@ struct CollectiveExpr : expression_base, materialization_base {
 
 template <collective_op Op, fixed_string Name, bool Tiled = false, class X>
 auto make_collective(const X& x, std::vector<permute_pair> perm = {}, int source = 0) {
-  static_assert(!scalar<X> || true);
   auto e = as_expr(x);
   static_assert(host_accessible<default_memory_space>,
                 "kax collectives: this build's default memory space is not host memory; GPU collectives come with "

@@ -150,9 +150,8 @@ class mpi_cross_process final : public cross_process {
       if (done) return;
       if (std::chrono::steady_clock::now() > deadline) {
         mpi_collective_failed() = true;
-        const auto ms = timeout.count();
         throw collective_timeout(h.who + " of " + h.shape + ": timed out after " +
-                                 (ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms") +
+                                 duration_string(timeout) +
                                  " waiting for the other processes (this is process " + std::to_string(rank_) + " of " +
                                  std::to_string(size_) +
                                  "; a process died, is stuck, or did not reach the same collective). The job "

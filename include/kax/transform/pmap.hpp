@@ -69,17 +69,6 @@ struct is_kax_array : std::false_type {};
 template <class T, std::size_t R, class M>
 struct is_kax_array<Array<T, R, M>> : std::true_type {};
 
-template <fixed_string A, fixed_string B>
-constexpr bool same_name() {
-  if constexpr (A.size() != B.size()) {
-    return false;
-  } else {
-    for (std::size_t i = 0; i < A.size(); ++i)
-      if (A[i] != B[i]) return false;
-    return true;
-  }
-}
-
 // Compile-time check that every collective in f's result names the pmap's axis (JAX raises
 // NameError at trace time; here the program does not compile).
 template <fixed_string Name, class E>
@@ -87,7 +76,7 @@ void check_axis_names(const E& e) {
   using N = std::remove_cvref_t<E>;
   if constexpr (requires { N::op; typename N::value_type; e.binding; }) {
     [&]<collective_op Op, fixed_string Other, class A, bool T>(const CollectiveExpr<Op, Other, A, T>&) {
-      static_assert(same_name<Other, Name>(),
+      static_assert(same_string<Other, Name>(),
                     "kax::pmap: the function uses a collective over an axis name that this pmap does not bind "
                     "(kax::pmap<\"i\"> binds only \"i\"; JAX: unbound axis name)");
     }(e);

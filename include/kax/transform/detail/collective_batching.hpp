@@ -35,14 +35,7 @@ constexpr bool tag_binds() {
   if constexpr (std::is_void_v<A>) {
     return false;
   } else {
-    constexpr auto n = A::name;
-    if constexpr (n.size() != Name.size()) {
-      return false;
-    } else {
-      for (std::size_t i = 0; i < Name.size(); ++i)
-        if (n[i] != Name[i]) return false;
-      return true;
-    }
+    return same_string<A::name, Name>();
   }
 }
 
