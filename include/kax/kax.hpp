@@ -29,4 +29,5 @@
 #include "kax/plan/plan_of.hpp"
 #include "kax/random.hpp"
 #include "kax/transform/pmap.hpp"
+#include "kax/transform/shard_map.hpp"
 #include "kax/transform/vmap.hpp"

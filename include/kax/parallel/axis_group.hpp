@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -128,6 +129,26 @@ class byte_buffer {
   std::unique_ptr<std::byte[]> data_;
   std::size_t size_ = 0;
 };
+
+// The error that started it: a device's own exception rather than the collective_error that
+// aborting the group raised on the devices waiting for it.
+inline void rethrow_root_cause(const std::vector<std::exception_ptr>& failures) {
+  std::exception_ptr first, root;
+  for (const auto& e : failures) {
+    if (!e) continue;
+    if (!first) first = e;
+    try {
+      std::rethrow_exception(e);
+    } catch (const collective_timeout&) {
+      if (!root) root = e;
+    } catch (const collective_error&) {
+    } catch (...) {
+      if (!root) root = e;
+    }
+  }
+  if (root) std::rethrow_exception(root);
+  if (first) std::rethrow_exception(first);
+}
 
 class axis_group {
  public:

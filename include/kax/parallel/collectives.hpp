@@ -78,7 +78,8 @@ const axis_binding& find_axis(const std::string& who) {
   std::string bound;
   for (const auto& b : stack) bound += (bound.empty() ? "" : ", ") + ("'" + b.name + "'");
   throw error(who + ": unbound axis name '" + Name.c_str() + "' (use it inside kax::pmap<\"" + Name.c_str() +
-              "\"> or kax::vmap(f, kax::axis_name<\"" + Name.c_str() + "\">); bound here: " +
+              "\">, kax::vmap(f, kax::axis_name<\"" + Name.c_str() + "\">) or a kax::shard_map over a mesh with axis '" +
+              Name.c_str() + "'; bound here: " +
               (bound.empty() ? "none" : bound) + ")");
 }
 

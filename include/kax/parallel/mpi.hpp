@@ -39,6 +39,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,8 +47,17 @@
 #include "kax/core/errors.hpp"
 #include "kax/parallel/axis_group.hpp"
 #include "kax/parallel/devices.hpp"
+#include "kax/parallel/mesh.hpp"
 
 namespace kax::detail {
+
+// MPI_THREAD_SERIALIZED: the device threads of different axis groups (the rows and columns of a
+// mesh) talk to MPI concurrently, so every MPI call is made under this lock (waits poll with the
+// lock released).
+inline std::mutex& mpi_lock() {
+  static std::mutex m;
+  return m;
+}
 
 // Set when a cross-process collective failed: ScopeGuard then aborts the job.
 inline std::atomic<bool>& mpi_collective_failed() {
@@ -57,9 +67,38 @@ inline std::atomic<bool>& mpi_collective_failed() {
 
 class mpi_cross_process final : public cross_process {
  public:
-  explicit mpi_cross_process(MPI_Comm comm) : comm_(comm) {
+  // owns: free the communicator on destruction (a mesh group's; the session's own is freed by it).
+  explicit mpi_cross_process(MPI_Comm comm, bool owns = false) : comm_(comm), owns_(owns) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+  }
+  ~mpi_cross_process() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (owns_ && !finalized) {
+      const std::lock_guard<std::mutex> lock(mpi_lock());
+      MPI_Comm_free(&comm_);
+    }
+  }
+  mpi_cross_process(const mpi_cross_process&) = delete;
+  mpi_cross_process& operator=(const mpi_cross_process&) = delete;
+
+  // A communicator of the given processes (ranks of this one, in order), for a mesh's axis group.
+  // Collective: every process calls it, in the same order; null on the processes outside.
+  std::shared_ptr<cross_process> split(const std::vector<int>& processes) {
+    int color = MPI_UNDEFINED, key = 0;
+    for (std::size_t i = 0; i < processes.size(); ++i)
+      if (processes[i] == rank_) {
+        color = 0;
+        key = static_cast<int>(i);
+      }
+    MPI_Comm sub = MPI_COMM_NULL;
+    {
+      const std::lock_guard<std::mutex> lock(mpi_lock());
+      MPI_Comm_split(comm_, color, key, &sub);
+    }
+    if (sub == MPI_COMM_NULL) return nullptr;
+    return std::make_shared<mpi_cross_process>(sub, true);
   }
 
   int process_index() const override { return rank_; }
@@ -68,7 +107,7 @@ class mpi_cross_process final : public cross_process {
   void allreduce(void* buf, const collective_header& h) override {
     check(h);
     MPI_Request r;
-    MPI_Iallreduce(MPI_IN_PLACE, buf, count_of(h.count, h), datatype(h.elem, h), op(h.kind), comm_, &r);
+    locked([&] { MPI_Iallreduce(MPI_IN_PLACE, buf, count_of(h.count, h), datatype(h.elem, h), op(h.kind), comm_, &r); });
     wait(&r, 1, h);
   }
 
@@ -76,7 +115,7 @@ class mpi_cross_process final : public cross_process {
     check(h);
     MPI_Request r;
     const int n = count_of(bytes, h);
-    MPI_Iallgather(local, n, MPI_BYTE, global, n, MPI_BYTE, comm_, &r);
+    locked([&] { MPI_Iallgather(local, n, MPI_BYTE, global, n, MPI_BYTE, comm_, &r); });
     wait(&r, 1, h);
   }
 
@@ -85,17 +124,19 @@ class mpi_cross_process final : public cross_process {
     check(h);
     std::vector<MPI_Request> r(sends.size() + receives.size());
     std::size_t k = 0;
-    for (const transfer& t : receives)
-      MPI_Irecv(t.data, count_of(t.bytes, h), MPI_BYTE, t.process, t.tag, comm_, &r[k++]);
-    for (const transfer& t : sends)
-      MPI_Isend(t.data, count_of(t.bytes, h), MPI_BYTE, t.process, t.tag, comm_, &r[k++]);
+    locked([&] {
+      for (const transfer& t : receives)
+        MPI_Irecv(t.data, count_of(t.bytes, h), MPI_BYTE, t.process, t.tag, comm_, &r[k++]);
+      for (const transfer& t : sends)
+        MPI_Isend(t.data, count_of(t.bytes, h), MPI_BYTE, t.process, t.tag, comm_, &r[k++]);
+    });
     wait(r.data(), static_cast<int>(r.size()), h);
   }
 
   void broadcast(void* buf, std::size_t bytes, int root, const collective_header& h) override {
     check(h);
     MPI_Request r;
-    MPI_Ibcast(buf, count_of(bytes, h), MPI_BYTE, root, comm_, &r);
+    locked([&] { MPI_Ibcast(buf, count_of(bytes, h), MPI_BYTE, root, comm_, &r); });
     wait(&r, 1, h);
   }
 
@@ -125,7 +166,7 @@ class mpi_cross_process final : public cross_process {
     copy_text(mine.shape, sizeof mine.shape, h.shape);
     std::vector<wire_header> all(static_cast<std::size_t>(size_));
     MPI_Request r;
-    MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm_, &r);
+    locked([&] { MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm_, &r); });
     wait(&r, 1, h);
     bool same = true;
     for (const wire_header& w : all)
@@ -146,7 +187,7 @@ class mpi_cross_process final : public cross_process {
     auto pause = std::chrono::microseconds(1);
     for (;;) {
       int done = 0;
-      MPI_Testall(n, r, &done, MPI_STATUSES_IGNORE);
+      locked([&] { MPI_Testall(n, r, &done, MPI_STATUSES_IGNORE); });
       if (done) return;
       if (std::chrono::steady_clock::now() > deadline) {
         mpi_collective_failed() = true;
@@ -160,6 +201,12 @@ class mpi_cross_process final : public cross_process {
       std::this_thread::sleep_for(pause);
       if (pause < std::chrono::microseconds(500)) pause *= 2;
     }
+  }
+
+  template <class F>
+  static void locked(F&& call) {
+    const std::lock_guard<std::mutex> lock(mpi_lock());
+    call();
   }
 
   static int count_of(std::size_t n, const collective_header& h) {
@@ -188,6 +235,7 @@ class mpi_cross_process final : public cross_process {
   }
 
   MPI_Comm comm_;
+  bool owns_ = false;
   int rank_ = 0;
   int size_ = 1;
 };
@@ -217,11 +265,17 @@ class mpi_session {
       s.process_index = rank;
       s.process_count = size;
     }
-    cross_process_hook() = std::make_shared<mpi_cross_process>(comm_);
+    auto world = std::make_shared<mpi_cross_process>(comm_);
+    cross_process_hook() = world;
+    split_hook() = [](const std::vector<int>& processes) -> std::shared_ptr<cross_process> {
+      auto net = std::dynamic_pointer_cast<mpi_cross_process>(cross_process_hook());
+      return net ? net->split(processes) : nullptr;
+    };
   }
 
   ~mpi_session() {
     cross_process_hook().reset();
+    split_hook() = nullptr;
     if (mpi_collective_failed()) {
       std::fprintf(stderr, "kax: a collective across MPI processes failed; ending the job with MPI_Abort\n");
       MPI_Abort(comm_, 1);

@@ -64,11 +64,6 @@ auto donation_of(const O&, const Rest&... rest) {
   else return donation_of(rest...);
 }
 
-template <class X>
-struct is_kax_array : std::false_type {};
-template <class T, std::size_t R, class M>
-struct is_kax_array<Array<T, R, M>> : std::true_type {};
-
 // Compile-time check that every collective in f's result names the pmap's axis (JAX raises
 // NameError at trace time; here the program does not compile).
 template <fixed_string Name, class E>
@@ -277,26 +272,6 @@ class pmapped {
     auto& slot = std::get<K>(slots);
     if constexpr (std::remove_cvref_t<decltype(slot)>::unstacked) return std::get<K>(own[0]);
     else return slot.out;
-  }
-
-  // The error that started it: a device's own exception rather than the collective_error that
-  // aborting the group raised on the devices waiting for it.
-  static void rethrow_root_cause(const std::vector<std::exception_ptr>& failures) {
-    std::exception_ptr first, root;
-    for (const auto& e : failures) {
-      if (!e) continue;
-      if (!first) first = e;
-      try {
-        std::rethrow_exception(e);
-      } catch (const collective_timeout&) {
-        if (!root) root = e;
-      } catch (const collective_error&) {
-      } catch (...) {
-        if (!root) root = e;
-      }
-    }
-    if (root) std::rethrow_exception(root);
-    if (first) std::rethrow_exception(first);
   }
 
   F f_;

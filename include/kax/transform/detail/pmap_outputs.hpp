@@ -18,6 +18,11 @@
 
 namespace kax::detail {
 
+template <class X>
+struct is_kax_array : std::false_type {};
+template <class T, std::size_t R, class M>
+struct is_kax_array<Array<T, R, M>> : std::true_type {};
+
 // One output of the device programs: the array every device writes its slice of (device axis at
 // `axis`), or for kax::none each device's own value (device 0's is returned).
 template <class Y, class S>
