@@ -28,6 +28,7 @@
 #include "kax/plan/elementwise_plan.hpp"
 #include "kax/plan/plan_of.hpp"
 #include "kax/random.hpp"
+#include "kax/transform/jit.hpp"
 #include "kax/transform/pmap.hpp"
 #include "kax/transform/shard_map.hpp"
 #include "kax/transform/vmap.hpp"
