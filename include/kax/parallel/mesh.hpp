@@ -261,14 +261,12 @@ class spec_entry {
   std::vector<std::string> names_;
 };
 
-// jax.sharding.PartitionSpec.  Trailing kax::none entries are dropped: P("x") and P("x", none)
-// are the same spec, as in JAX.
+// jax.sharding.PartitionSpec.  Entries are kept as written (to_string shows them), but trailing
+// kax::none entries do not change the layout: P("x") == P("x", none), as in JAX.
 class PartitionSpec {
  public:
   PartitionSpec() = default;
-  explicit PartitionSpec(std::vector<spec_entry> entries) : entries_(std::move(entries)) {
-    while (!entries_.empty() && entries_.back().is_none()) entries_.pop_back();
-  }
+  explicit PartitionSpec(std::vector<spec_entry> entries) : entries_(std::move(entries)) {}
   const std::vector<spec_entry>& entries() const { return entries_; }
   std::size_t size() const { return entries_.size(); }
   // Entry d (kax::none past the end).
@@ -288,9 +286,15 @@ class PartitionSpec {
     for (std::size_t d = 0; d < entries_.size(); ++d) s += (d ? ", " : "") + entries_[d].to_string();
     return s + (entries_.size() == 1 ? ",)" : ")");
   }
-  friend bool operator==(const PartitionSpec&, const PartitionSpec&) = default;
+  friend bool operator==(const PartitionSpec& a, const PartitionSpec& b) { return a.trimmed() == b.trimmed(); }
 
  private:
+  std::vector<spec_entry> trimmed() const {
+    std::vector<spec_entry> t = entries_;
+    while (!t.empty() && t.back().is_none()) t.pop_back();
+    return t;
+  }
+
   std::vector<spec_entry> entries_;
 };
 

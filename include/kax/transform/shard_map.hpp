@@ -24,10 +24,12 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -304,32 +306,63 @@ class shard_mapped {
   }
 
   // Debug builds: the replicas of every block (devices that differ only along mesh axes the spec
-  // does not name) must hold the same values (JAX checks this statically, check_vma).
+  // does not name) must hold the same values (JAX checks this statically, check_vma).  Local
+  // replicas are compared element by element; across processes, hashes of the blocks are
+  // all-gathered and compared.
   template <class T, std::size_t R>
   void check_replicas(const std::vector<Array<T, R>>& blocks, const NamedSharding& s, const std::string& who,
                       const std::vector<std::size_t>& local) const {
     Kokkos::fence();
+    std::string unnamed;
+    std::size_t count = 0;
+    for (const std::string& a : mesh_.axis_names()) {
+      bool named = false;
+      for (const std::string& x : s.spec().axis_names()) named = named || x == a;
+      if (!named) unnamed += (count++ ? ", '" : "'") + a + "'";
+    }
+    auto fail = [&](std::size_t i, std::size_t j, const std::string& detail) {
+      throw replication_error(who + ": the output is replicated over mesh " + (count > 1 ? "axes " : "axis ") + unnamed +
+                              " (the spec does not name " + (count > 1 ? "them" : "it") + "), but devices " +
+                              std::to_string(mesh_.devices()[i].id) + " and " + std::to_string(mesh_.devices()[j].id) +
+                              " hold different values (" + detail +
+                              "); combine them with a collective (kax::psum, kax::pmean, ...) or name the axis in "
+                              "out_specs");
+    };
     for (std::size_t j = 1; j < blocks.size(); ++j)
       for (std::size_t i = 0; i < j; ++i) {
         if (!s.same_block(local[i], local[j], R)) continue;
-        if (auto at = first_difference(blocks[i], blocks[j])) {
-          std::string unnamed;
-          std::size_t count = 0;
-          for (const std::string& a : mesh_.axis_names()) {
-            bool named = false;
-            for (const std::string& x : s.spec().axis_names()) named = named || x == a;
-            if (!named) unnamed += (count++ ? ", '" : "'") + a + "'";
-          }
-          throw replication_error(who + ": the output is replicated over mesh " + (count > 1 ? "axes " : "axis ") +
-                                  unnamed + " (the spec does not name " + (count > 1 ? "them" : "it") + "), but devices " +
-                                  std::to_string(mesh_.devices()[local[i]].id) + " and " +
-                                  std::to_string(mesh_.devices()[local[j]].id) + " hold different values (flat index " +
-                                  std::to_string(*at) + ": " + std::to_string(blocks[i].data()[*at]) + " vs " +
-                                  std::to_string(blocks[j].data()[*at]) +
-                                  "); combine them with a collective (kax::psum, kax::pmean, ...) or name the axis in "
-                                  "out_specs");
-        }
+        if (auto at = first_difference(blocks[i], blocks[j]))
+          fail(local[i], local[j],
+               "flat index " + std::to_string(*at) + ": " + std::to_string(blocks[i].data()[*at]) + " vs " +
+                   std::to_string(blocks[j].data()[*at]));
       }
+    if (process_count() == 1 || count == 0) return;
+    auto net = cross_process_hook();
+    std::vector<std::uint64_t> mine(blocks.size()), all(mesh_.size());
+    for (std::size_t i = 0; i < blocks.size(); ++i) mine[i] = bytes_hash(blocks[i].data(), blocks[i].size() * sizeof(T));
+    collective_header h;
+    h.kind = collective_kind::all_gather;
+    h.elem = element_kind::i64;
+    h.count = mine.size();
+    h.who = "kax::shard_map (replication check)";
+    h.shape = typed_shape<T>(blocks.front().extents());
+    net->allgather(mine.data(), all.data(), mine.size() * sizeof(std::uint64_t), h);
+    // Process p's hashes are its local positions in mesh order.
+    std::vector<std::uint64_t> by_position(mesh_.size());
+    for (int p = 0, n = 0; p < process_count(); ++p)
+      for (std::size_t k = 0; k < mesh_.size(); ++k)
+        if (mesh_.devices()[k].process_index == p) by_position[k] = all[static_cast<std::size_t>(n++)];
+    for (std::size_t j = 1; j < mesh_.size(); ++j)
+      for (std::size_t i = 0; i < j; ++i)
+        if (s.same_block(i, j, R) && by_position[i] != by_position[j]) fail(i, j, "their blocks' hashes differ");
+  }
+
+  // FNV-1a over the bytes of a block.
+  static std::uint64_t bytes_hash(const void* data, std::size_t bytes) {
+    std::uint64_t h = 14695981039346656037ull;
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
   }
 
   F f_;
