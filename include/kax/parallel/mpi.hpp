@@ -107,7 +107,7 @@ class mpi_cross_process final : public cross_process {
   void allreduce(void* buf, const collective_header& h) override {
     check(h);
     MPI_Request r;
-    locked([&] { MPI_Iallreduce(MPI_IN_PLACE, buf, count_of(h.count, h), datatype(h.elem, h), op(h.kind), comm_, &r); });
+    locked([&] { MPI_Iallreduce(MPI_IN_PLACE, buf, count_of(h.count, h), datatype(h.elem, h), op(h.kind, h.elem), comm_, &r); });
     wait(&r, 1, h);
   }
 
@@ -226,7 +226,10 @@ class mpi_cross_process final : public cross_process {
     }
   }
 
-  static MPI_Op op(collective_kind k) {
+  static MPI_Op op(collective_kind k, element_kind e) {
+    // MPI defines only the logical operations on MPI_C_BOOL: or for sum and max, and for min
+    // (as combine() in axis_group.hpp).
+    if (e == element_kind::boolean) return k == collective_kind::min ? MPI_LAND : MPI_LOR;
     switch (k) {
       case collective_kind::max: return MPI_MAX;
       case collective_kind::min: return MPI_MIN;

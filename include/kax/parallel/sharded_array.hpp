@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -163,21 +164,23 @@ Array<T, R, Kokkos::HostSpace> to_host(const ShardedArray<T, R>& a) {
     auto net = detail::cross_process_hook();
     if (!net) throw error("kax::to_host: the array spans processes, but MPI is not initialized");
     const std::size_t local = a.blocks().size();
-    std::vector<T> mine(local * block_size), all(mine.size() * static_cast<std::size_t>(process_count()));
+    // Bytes, not std::vector<T>: std::vector<bool> has no data().
+    const std::size_t count = local * block_size;
+    std::unique_ptr<T[]> mine(new T[count]), all(new T[count * static_cast<std::size_t>(process_count())]);
     for (std::size_t i = 0; i < local; ++i)
-      std::memcpy(mine.data() + i * block_size, a.blocks()[i].data(), block_size * sizeof(T));
+      std::memcpy(mine.get() + i * block_size, a.blocks()[i].data(), block_size * sizeof(T));
     detail::collective_header h;
     h.kind = detail::collective_kind::all_gather;
     h.elem = detail::element_kind_of<T>();
-    h.count = mine.size();
+    h.count = count;
     h.who = "kax::to_host";
     h.shape = detail::typed_shape<T>(a.extents());
-    net->allgather(mine.data(), all.data(), mine.size() * sizeof(T), h);
+    net->allgather(mine.get(), all.get(), count * sizeof(T), h);
     for (int p = 0; p < process_count(); ++p) {
       std::size_t i = 0;
       for (std::size_t k = 0; k < s.mesh().size(); ++k)
         if (s.mesh().devices()[k].process_index == p)
-          place(k, all.data() + (static_cast<std::size_t>(p) * local + i++) * block_size);
+          place(k, all.get() + (static_cast<std::size_t>(p) * local + i++) * block_size);
     }
   }
   return out;
