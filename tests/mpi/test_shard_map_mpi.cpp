@@ -378,3 +378,24 @@ TEST_CASE("shard_map errors under MPI are raised on every process, which stay in
     for (std::size_t j = 0; j < 6; ++j) want(i, j) = x(i, j) + x(2 + i, j);
   check_result(f(x), want);
 }
+
+TEST_CASE("replicas on different processes are compared, and bool values combine across processes") {
+  const kax::Mesh mesh = kax::make_mesh({2, 2}, {"x", "y"});
+  const kax::Array<float, 2> x = numbered(4, 6);
+  // Blocks differ along "x", which crosses the processes: the hashes of the replicas disagree.
+  auto unreduced = kax::shard_map([](auto v) { return v * 1.0f; }, mesh, kax::in_specs(P("x", "y")),
+                                  kax::out_specs(P(none, "y")));
+  CHECK_THROWS_WITH(unreduced(x), Catch::Contains("'x'") && Catch::Contains("hashes differ"));
+  // pmax/pmin of bool over "x" (across the processes) are a logical or / and.
+  auto any_all = kax::shard_map([](auto v) { return std::make_tuple(kax::pmax<"x">(v > 101.5f), kax::pmin<"x">(v > 101.5f)); },
+                                mesh, kax::in_specs(P("x", "y")), kax::out_specs(P(none, "y"), P(none, "y")));
+  const auto [any, all] = any_all(x);
+  const auto any_h = kax::to_host(any);
+  const auto all_h = kax::to_host(all);
+  REQUIRE(any_h.extents() == kax::shape<2>{2, 6});
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 6; ++j) {
+      CHECK(any_h(i, j) == (x(i, j) > 101.5f || x(2 + i, j) > 101.5f));
+      CHECK(all_h(i, j) == (x(i, j) > 101.5f && x(2 + i, j) > 101.5f));
+    }
+}

@@ -217,8 +217,16 @@ class shard_mapped {
  public:
   shard_mapped(F f, Mesh mesh, in_specs_t<NI> in, out_specs_t<NO> out)
       : f_(std::move(f)), mesh_(std::move(mesh)), in_(std::move(in)), out_(std::move(out)) {
-    for (const auto& p : in_.specs) NamedSharding(mesh_, p);  // unknown or repeated axis names throw now
-    for (const auto& p : out_.specs) NamedSharding(mesh_, p);
+    // Unknown or repeated axis names throw now, saying which spec.
+    auto check = [&](const PartitionSpec& p, const std::string& where) {
+      try {
+        NamedSharding(mesh_, p);
+      } catch (const axis_error& e) {
+        throw axis_error("kax::shard_map (" + where + "): " + e.what());
+      }
+    };
+    for (std::size_t i = 0; i < NI; ++i) check(in_.specs[i], "in_specs " + std::to_string(i));
+    for (std::size_t i = 0; i < NO; ++i) check(out_.specs[i], "out_specs " + std::to_string(i));
   }
 
   template <class... Args>
