@@ -166,7 +166,7 @@ class jitted {
       });
       rethrow_root_cause(failures);
       auto out = [&]<std::size_t... K>(std::index_sequence<K...>) {
-        return std::make_tuple(assemble(std::move(std::get<K>(blocks)), std::get<K>(outputs), mesh, want[K])...);
+        return std::make_tuple(assemble(std::move(std::get<K>(blocks)), std::get<K>(outputs), result_sharding(mesh, want[K], K))...);
       }(std::make_index_sequence<m>{});
       if constexpr (tuple_like<Y>) return out;
       else return std::get<0>(std::move(out));
@@ -250,10 +250,16 @@ class jitted {
     evaluate_into_view<T, R, default_memory_space>(out.view(), e);
   }
 
+  // Output k's sharding: out_shardings' as given, else the natural layout's.
+  NamedSharding result_sharding(const Mesh& mesh, const layout& want, std::size_t k) const {
+    if constexpr (NO > 0) return out_->shardings[k];
+    else return NamedSharding(mesh, spec_of(mesh, want));
+  }
+
   template <class T, std::size_t R, class Y>
-  static ShardedArray<T, R> assemble(std::vector<Array<T, R>> blocks, const Y& y, const Mesh& mesh, const layout& want) {
+  static ShardedArray<T, R> assemble(std::vector<Array<T, R>> blocks, const Y& y, NamedSharding sharding) {
     Kokkos::fence();
-    return ShardedArray<T, R>(NamedSharding(mesh, spec_of(mesh, want)), as_expr(y).extents(), std::move(blocks));
+    return ShardedArray<T, R>(std::move(sharding), as_expr(y).extents(), std::move(blocks));
   }
 
   F f_;

@@ -71,6 +71,7 @@ inline PartitionSpec spec_of(const Mesh& mesh, const layout& l) {
     for (std::size_t a : axes) names.push_back(mesh.axis_names()[a]);
     entries.emplace_back(std::move(names));
   }
+  while (!entries.empty() && entries.back().is_none()) entries.pop_back();  // printed as JAX prints it
   return PartitionSpec(std::move(entries));
 }
 

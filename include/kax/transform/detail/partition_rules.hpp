@@ -264,12 +264,13 @@ auto part(partition_context& ctx, const ConcatenateExpr<E...>& c, const layout& 
   return block_slice(ctx, Out(std::move(args), c.axis), want);
 }
 
-// How a reduction's partial results combine across devices (none: reduce whole dimensions).
+// How a reduction's partial results combine across devices (none: reduce whole dimensions).  Max
+// reducers with an initial value (softmax's) derive from max_reducer and combine with pmax.
 template <template <class> class Red, class T>
 constexpr int reducer_collective() {
   if constexpr (std::is_same_v<Red<T>, sum_reducer<T>>) return 0;
   else if constexpr (std::is_same_v<Red<T>, mean_reducer<T>>) return 1;
-  else if constexpr (std::is_same_v<Red<T>, max_reducer<T>> || std::is_same_v<Red<T>, any_reducer<T>>) return 2;
+  else if constexpr (std::is_base_of_v<max_reducer<T>, Red<T>> || std::is_same_v<Red<T>, any_reducer<T>>) return 2;
   else if constexpr (std::is_same_v<Red<T>, min_reducer<T>> || std::is_same_v<Red<T>, all_reducer<T>>) return 3;
   else return -1;  // prod, argmax, argmin
 }
