@@ -21,6 +21,19 @@ def load_runs(paths):
     return runs
 
 
+def merge_processes(merged_path, paths):
+    """Writes the per-process JSON files of one bench_run_devices run (run_common.sh) as one file:
+    every process's benchmarks (their names carry the configuration), and every process's context
+    under "kax_processes".  Returns the loaded documents, in the order of `paths`."""
+    docs = [json.load(open(p)) for p in paths]
+    merged = {"context": dict(docs[0]["context"]), "benchmarks": []}
+    merged["context"]["kax_processes"] = [d["context"] for d in docs]
+    for d in docs:
+        merged["benchmarks"] += d["benchmarks"]
+    json.dump(merged, open(merged_path, "w"), indent=1)
+    return docs
+
+
 def fmt(x):
     return f"{x:.1f}" if x >= 10 else f"{x:.2f}" if x >= 0.1 else f"{x:.3f}"
 

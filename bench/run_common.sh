@@ -58,3 +58,10 @@ bench_run_devices() {
     bench_process "$name" "$t" "$results/${name}_d${d}_t${t}.json" KAX_HOST_DEVICES="$d"
   done
 }
+
+# bench_device_files NAME D:T ...: the JSON files bench_run_devices NAME D:T ... wrote.
+bench_device_files() {
+  n=$1
+  shift
+  for config in "$@"; do printf '%s ' "$results/${n}_d${config%:*}_t${config#*:}.json"; done
+}

@@ -19,24 +19,15 @@ set -eu
 . "$(dirname "$0")/run_common.sh"
 configs="1:1 1:2 2:1 2:2 4:1"
 bench_run_devices pmap $configs
-files=
-for c in $configs; do files="$files $results/pmap_d${c%:*}_t${c#*:}.json"; done
 # Ratios are best against best repetition, with medians against medians in parentheses: on the
 # shared 2-core machine a 2-thread repetition is easily disturbed by other work (the best one the
 # least); the time table shows the best repetition with the median in parentheses.
 # shellcheck disable=SC2086
-/usr/bin/python3 - "$root/bench" "$results/pmap.json" $files <<'EOF_PY' | tee "$results/pmap.md"
+/usr/bin/python3 - "$root/bench" "$results/pmap.json" $(bench_device_files pmap $configs) <<'EOF_PY' | tee "$results/pmap.md"
 import json, sys
 sys.path.insert(0, sys.argv.pop(1))
-from bench_report import TO_S, fmt
-merged_path, paths = sys.argv[1], sys.argv[2:]
-docs = [json.load(open(p)) for p in paths]
-# One file: every process's benchmarks (their names carry the configuration) and contexts.
-merged = {"context": dict(docs[0]["context"]), "benchmarks": []}
-merged["context"]["kax_processes"] = [d["context"] for d in docs]
-for d in docs:
-    merged["benchmarks"] += d["benchmarks"]
-json.dump(merged, open(merged_path, "w"), indent=1)
+from bench_report import TO_S, fmt, merge_processes
+docs = merge_processes(sys.argv[1], sys.argv[2:])
 
 res, conf = {}, {}  # (case, variant) -> {"min", "median"} in s; -> (devices, threads)
 for d in docs:
@@ -101,7 +92,7 @@ for case, (title, per) in CASES.items():
         L.append(f"| {title} | {name} | {d} | {t} | {fmt(r['min'] * 1e3)} ({fmt(r['median'] * 1e3)}) | "
                  f"{fmt(per * elems / r['median'] / 1e9)} GB/s |")
 loads = ", ".join(f"{c['kax_host_devices']} device(s) / {c['kax_threads']} thread(s): {c['load_avg'][0]:.1f}"
-                  for c in merged["context"]["kax_processes"] if c.get("load_avg"))
+                  for c in (d["context"] for d in docs) if c.get("load_avg"))
 L += ["", f"Load average (1 min) when each process started — {loads}, on 2 cores. Anything well "
       "above 0 means other work shared the cores: the numbers are pessimistic and noisy.", "",
       "### psum", "",

@@ -4,16 +4,21 @@
 // is what kax's host contractions call; kax depends on Eigen anyway.  Every batch is
 // C = A * B with C column-major (rows M contiguous); A and B may be column- or row-major.  Many
 // small batches run in parallel, one Eigen call per batch (Eigen then stays single-threaded
-// inside the parallel region); few large ones run one after another, each multithreaded.
+// inside the parallel region); few large ones run one after another, each multithreaded, except
+// on a host device's thread (pmap, shard_map, jit), where Kokkos runs kernels inline on that one
+// thread and the GEMM stays on it too (Eigen would open an OpenMP team of its own per device,
+// oversubscribing the cores).
 #pragma once
 
 #include <algorithm>
 #include <array>
-#include <utility>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include <Eigen/Core>
+#include <Kokkos_Core.hpp>
 
 #include "kax/core/config.hpp"
 #include "kax/core/extents.hpp"
@@ -107,8 +112,31 @@ constexpr std::array<small_gemm_fn<T>, sizeof...(I)> small_gemm_table(std::index
   return {&small_gemm<I + 1, T>...};
 }
 
+// C = A B on the calling thread alone, whatever Eigen::nbThreads() says: Eigen's GEMM kernel, as
+// its product runs it on one thread (Eigen::internal: parallelize_gemm would open an OpenMP team).
+// The kernel's signature is Eigen 3.4's; older Eigens take the Map path, which may open a team.
+#if EIGEN_VERSION_AT_LEAST(3, 4, 0)
+inline constexpr bool eigen_single_thread_kernel = true;
+#else
+inline constexpr bool eigen_single_thread_kernel = false;
+#endif
+
+template <int LhsOrder, int RhsOrder, class T>
+void eigen_gemm_one_thread(const T* a, std::ptrdiff_t lda, const T* b, std::ptrdiff_t ldb, T* c, std::ptrdiff_t ldc,
+                           Eigen::Index m, Eigen::Index n, Eigen::Index k) {
+#if EIGEN_VERSION_AT_LEAST(3, 4, 0)
+  namespace ei = Eigen::internal;
+  for (Eigen::Index j = 0; j < n; ++j) std::fill_n(c + j * ldc, m, T(0));  // run() accumulates: C += A B
+  ei::gemm_blocking_space<Eigen::ColMajor, T, T, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic> blocking(m, n, k, 1, true);
+  ei::general_matrix_matrix_product<Eigen::Index, T, LhsOrder, false, T, RhsOrder, false, Eigen::ColMajor, 1>::run(
+      m, n, k, a, lda, b, ldb, c, 1, ldc, T(1), blocking, nullptr);
+#else
+  (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)m, (void)n, (void)k;
+#endif
+}
+
 template <class T>
-void gemm_batch(const gemm_problem<T>& g, std::size_t batch) {
+void gemm_batch(const gemm_problem<T>& g, std::size_t batch, bool one_thread = false) {
   std::ptrdiff_t oa = 0, ob = 0, oc = 0;
   std::size_t rest = batch;
   for (std::size_t d = g.batch_rank; d-- > 0;) {
@@ -125,6 +153,17 @@ void gemm_batch(const gemm_problem<T>& g, std::size_t batch) {
     return;
   }
   const auto m = static_cast<Eigen::Index>(g.m), n = static_cast<Eigen::Index>(g.n);
+  if (eigen_single_thread_kernel && one_thread && g.k > 0 && g.m > 1 && g.n > 1 && (g.a.rs == 1 || g.a.cs == 1) && (g.b.rs == 1 || g.b.cs == 1)) {
+    const auto k = static_cast<Eigen::Index>(g.k);
+    const T* pa = g.a.data + oa;
+    const T* pb = g.b.data + ob;
+    const bool ac = g.a.rs == 1, bc = g.b.rs == 1;
+    if (ac && bc) eigen_gemm_one_thread<Eigen::ColMajor, Eigen::ColMajor>(pa, g.a.cs, pb, g.b.cs, g.c + oc, g.c_cs, m, n, k);
+    else if (ac) eigen_gemm_one_thread<Eigen::ColMajor, Eigen::RowMajor>(pa, g.a.cs, pb, g.b.rs, g.c + oc, g.c_cs, m, n, k);
+    else if (bc) eigen_gemm_one_thread<Eigen::RowMajor, Eigen::ColMajor>(pa, g.a.rs, pb, g.b.cs, g.c + oc, g.c_cs, m, n, k);
+    else eigen_gemm_one_thread<Eigen::RowMajor, Eigen::RowMajor>(pa, g.a.rs, pb, g.b.rs, g.c + oc, g.c_cs, m, n, k);
+    return;
+  }
   Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>, 0, Eigen::OuterStride<>> c(
       g.c + oc, m, n, Eigen::OuterStride<>(g.n == 1 ? std::max<Eigen::Index>(m, 1) : g.c_cs));
   with_eigen_matrix(g.a.data + oa, g.a.rs, g.a.cs, g.m, g.k, [&](const auto& a) {
@@ -138,7 +177,10 @@ void gemm_batch(const gemm_problem<T>& g, std::size_t batch) {
 template <class T>
 struct gemm_batch_kernel {
   gemm_problem<T> g;
-  void operator()(const std::int64_t i) const { gemm_batch(g, static_cast<std::size_t>(i)); }
+  // Each batch on the thread that runs it: inside Kokkos' parallel region Eigen sees a team and
+  // stays on its thread anyway, but where the kernel runs inline (a host device's program) it would
+  // open a team per batch.
+  void operator()(const std::int64_t i) const { gemm_batch(g, static_cast<std::size_t>(i), true); }
 };
 
 // Runs every batch of `g` on the host execution space `space`.
@@ -153,7 +195,13 @@ void run_gemm(const ExecSpace& space, const gemm_problem<T>& g) {
                              space, 0, static_cast<std::int64_t>(g.batches)),
                          gemm_batch_kernel<T>{g});
   } else {
-    for (std::size_t i = 0; i < g.batches; ++i) gemm_batch(g, i);
+    // Where Kokkos runs this thread's kernels inline on it alone (a host device's program under
+    // pmap or shard_map, exec/host_tasks.hpp), the GEMM stays on it too.
+    bool inline_here = false;
+#if defined(KOKKOS_ENABLE_OPENMP)
+    if constexpr (std::is_same_v<ExecSpace, Kokkos::OpenMP>) inline_here = Kokkos::OpenMP::in_parallel();
+#endif
+    for (std::size_t i = 0; i < g.batches; ++i) gemm_batch(g, i, inline_here);
   }
 }
 

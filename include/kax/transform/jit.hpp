@@ -244,8 +244,16 @@ class jitted {
                                         rank_of<decltype(as_expr(std::declval<std::tuple_element_t<K, Ys>>()))>>>...>{};
   }
 
+  // A device's output block.  A block that is a whole array already (a reduction's or
+  // contraction's result, computed by the rewrite) is taken as it is, not copied.
   template <class T, std::size_t R, class E>
   static void write(Array<T, R>& out, const E& e) {
+    if constexpr (std::is_same_v<E, ArrayLeaf<T, R, default_memory_space>>) {
+      if (e.contiguous && e.extents() == Array<T, R>(e.view).extents()) {
+        out = Array<T, R>(e.view);
+        return;
+      }
+    }
     out = uninitialized<T, R>(e.extents(), "kax::jit output");
     evaluate_into_view<T, R, default_memory_space>(out.view(), e);
   }
