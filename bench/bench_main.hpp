@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "kax/exec/host_tasks.hpp"
+#include "kax/parallel/devices.hpp"
+
 namespace kax_bench {
 
 struct bench_case {
@@ -30,6 +33,17 @@ inline bool start(int& argc, char** argv, const char* name) {
   benchmark::AddCustomContext("kax_threads", std::to_string(threads));
   benchmark::Initialize(&argc, argv);
   return !benchmark::ReportUnrecognizedArguments(argc, argv);
+}
+
+// start(), for a benchmark of host devices: also this process's device count (KAX_HOST_DEVICES)
+// and Kokkos' thread count, both fixed per process, recorded in the JSON context.
+inline bool start_devices(int& argc, char** argv, const char* name, int& devices, int& threads) {
+  if (!start(argc, argv, name)) return false;
+  devices = kax::local_device_count();
+  threads = Kokkos::DefaultExecutionSpace::concurrency();
+  benchmark::AddCustomContext("kax_host_devices", std::to_string(devices));
+  benchmark::AddCustomContext("kax_host_tasks", kax::exec::host_task_engine());
+  return true;
 }
 
 // Registers the cases and runs those selected on the command line.  "min" is the best

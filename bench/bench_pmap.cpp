@@ -451,11 +451,7 @@ int main(int argc, char** argv) {
   kax::ScopeGuard guard(argc, argv);  // strips --kokkos-* flags before Google Benchmark sees argv
   int status = 0;
   {
-    if (!kax_bench::start(argc, argv, "pmap")) return 1;
-    devices = kax::local_device_count();
-    threads = Kokkos::DefaultExecutionSpace::concurrency();
-    benchmark::AddCustomContext("kax_host_devices", std::to_string(devices));
-    benchmark::AddCustomContext("kax_host_tasks", kax::exec::host_task_engine());
+    if (!kax_bench::start_devices(argc, argv, "pmap", devices, threads)) return 1;
     if (!run_configuration()) {
       std::fprintf(stderr, "bench_pmap: a variant computes wrong values or the configuration is unknown\n");
       status = 2;

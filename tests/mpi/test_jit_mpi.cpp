@@ -16,22 +16,17 @@
 #include <vector>
 
 #include "kax/kax.hpp"
+#include "sharding_data.hpp"
 
 namespace {
+
+using namespace kax_mpitest;
 
 using kax::none;
 using kax::P;
 
-// Small integers: float sums and products of them are exact in any order.
-kax::Array<float, 2> small_ints(std::size_t rows, std::size_t cols, int seed) {
-  kax::Array<float, 2> a(rows, cols);
-  for (std::size_t i = 0; i < rows; ++i)
-    for (std::size_t j = 0; j < cols; ++j)
-      a(i, j) = static_cast<float>(static_cast<int>((7 * i + 3 * j + 5 * static_cast<std::size_t>(seed)) % 11) - 5);
-  return a;
-}
-
-kax::Array<double, 2> naive_matmul(const kax::Array<float, 2>& a, const kax::Array<float, 2>& b) {
+// The product in double (the jit tests compare float results with a tolerance).
+kax::Array<double, 2> naive_matmul_double(const kax::Array<float, 2>& a, const kax::Array<float, 2>& b) {
   const auto m = a.extents()[0], k = a.extents()[1], n = b.extents()[1];
   kax::Array<double, 2> c(m, n);
   for (std::size_t i = 0; i < m; ++i)
@@ -43,52 +38,13 @@ kax::Array<double, 2> naive_matmul(const kax::Array<float, 2>& a, const kax::Arr
   return c;
 }
 
-// The largest |a - b| over the elements (infinity when the shapes differ).
-template <class A, class B>
-double max_diff(const A& a, const B& b) {
-  if (a.extents() != b.extents()) return std::numeric_limits<double>::infinity();
-  double d = 0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    d = std::max(d, std::abs(static_cast<double>(a.data()[i]) - static_cast<double>(b.data()[i])));
-  return d;
-}
-
-// The largest difference between this process's blocks and the global array at their offsets.
-template <class T, std::size_t R, class G>
-double blocks_diff(const kax::ShardedArray<T, R>& s, const G& global) {
-  const auto ge = global.extents();
-  double worst = 0;
-  for (const auto& shard : s.addressable_shards()) {
-    const auto b = shard.data.extents();
-    for (std::size_t f = 0; f < shard.data.size(); ++f) {
-      std::size_t rest = f, g = 0, stride = 1;
-      for (std::size_t d = R; d-- > 0;) {
-        g += (shard.offset[d] + rest % b[d]) * stride;
-        rest /= b[d];
-        stride *= ge[d];
-      }
-      worst = std::max(worst, std::abs(static_cast<double>(shard.data.data()[f]) - static_cast<double>(global.data()[g])));
-    }
-  }
-  return worst;
-}
-
-// A jit result: the global shape, the layout, this process's two blocks and the gathered array.
+// A jit result: the layout, this process's two blocks, and check_result's checks.
 template <class T, std::size_t R, class G>
 void check_result(const kax::ShardedArray<T, R>& s, const kax::PartitionSpec& spec, const G& want, double tol = 0) {
-  REQUIRE(s.extents() == want.extents());
   INFO("result spec " << s.sharding().spec().to_string());
   CHECK(s.sharding().spec() == spec);
   CHECK(s.blocks().size() == 2);
-  CHECK(max_diff(kax::to_host(s), want) <= tol);
-  CHECK(blocks_diff(s, want) <= tol);
-}
-
-std::vector<kax::Mesh> square_meshes() {
-  const auto all = kax::devices();
-  return {kax::make_mesh({2, 2}, {"x", "y"}), kax::make_mesh({2, 2}, {"y", "x"}),
-          // devices (0, 2, 1, 3): "x" within each process, "y" across the two
-          kax::Mesh({2, 2}, {"x", "y"}, {all[0], all[2], all[1], all[3]})};
+  kax_mpitest::check_result(s, want, tol);
 }
 
 kax::NamedSharding ns(const kax::Mesh& m, const kax::PartitionSpec& p) { return kax::NamedSharding(m, p); }
@@ -99,7 +55,7 @@ TEST_CASE("jit over 2 processes: rows over 'x' times columns over 'y' needs no c
   REQUIRE(kax::process_count() == 2);
   REQUIRE(kax::device_count() == 4);
   const kax::Array<float, 2> a = small_ints(8, 6, 1), b = small_ints(6, 10, 2);
-  const kax::Array<double, 2> want = naive_matmul(a, b);
+  const kax::Array<double, 2> want = naive_matmul_double(a, b);
   for (const kax::Mesh& mesh : square_meshes()) {
     INFO(mesh.to_string());
     auto mm = kax::jit([](auto x, auto y) { return kax::matmul(x, y); },
@@ -114,7 +70,7 @@ TEST_CASE("jit over 2 processes: rows over 'x' times columns over 'y' needs no c
 
 TEST_CASE("jit over 2 processes: a contracted dimension split over 'y' gives one psum over 'y'") {
   const kax::Array<float, 2> a = small_ints(8, 12, 3), b = small_ints(12, 6, 4);
-  const kax::Array<double, 2> want = naive_matmul(a, b);
+  const kax::Array<double, 2> want = naive_matmul_double(a, b);
   for (const kax::Mesh& mesh : square_meshes()) {
     INFO(mesh.to_string());
     auto mm = kax::jit([](auto x, auto y) { return kax::matmul(x, y); },
@@ -134,7 +90,7 @@ TEST_CASE("jit over 2 processes: matmul + bias + relu keeps the epilogue local")
   const kax::Array<float, 2> a = small_ints(8, 4, 5), w = small_ints(4, 12, 6);
   kax::Array<float, 1> bias(12);
   for (std::size_t j = 0; j < 12; ++j) bias(j) = static_cast<float>(static_cast<int>(j % 5) - 2);
-  const kax::Array<double, 2> prod = naive_matmul(a, w);
+  const kax::Array<double, 2> prod = naive_matmul_double(a, w);
   kax::Array<double, 2> want(8, 12);
   for (std::size_t i = 0; i < 8; ++i)
     for (std::size_t j = 0; j < 12; ++j) want(i, j) = std::max(prod(i, j) + static_cast<double>(bias(j)), 0.0);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kax/kax.hpp"
+#include "sharding_data.hpp"
 #include "kax/nn.hpp"
 
 namespace {
@@ -22,78 +23,7 @@ namespace {
 using kax::none;
 using kax::P;
 
-// Small integers: float sums and products of them are exact in any order.
-kax::Array<float, 2> small_ints(std::size_t rows, std::size_t cols, int seed) {
-  kax::Array<float, 2> a(rows, cols);
-  for (std::size_t i = 0; i < rows; ++i)
-    for (std::size_t j = 0; j < cols; ++j)
-      a(i, j) = static_cast<float>(static_cast<int>((7 * i + 3 * j + 5 * static_cast<std::size_t>(seed)) % 11) - 5);
-  return a;
-}
-
-kax::Array<float, 2> numbered(std::size_t rows, std::size_t cols) {
-  kax::Array<float, 2> a(rows, cols);
-  for (std::size_t i = 0; i < rows; ++i)
-    for (std::size_t j = 0; j < cols; ++j) a(i, j) = static_cast<float>(100 * i + j);
-  return a;
-}
-
-kax::Array<float, 2> naive_matmul(const kax::Array<float, 2>& a, const kax::Array<float, 2>& b) {
-  const auto m = a.extents()[0], k = a.extents()[1], n = b.extents()[1];
-  kax::Array<float, 2> c(m, n);
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t j = 0; j < n; ++j) {
-      double acc = 0;
-      for (std::size_t l = 0; l < k; ++l) acc += static_cast<double>(a(i, l)) * b(l, j);
-      c(i, j) = static_cast<float>(acc);
-    }
-  return c;
-}
-
-// The largest |a - b| over the elements (infinity when the shapes differ).
-template <class A, class B>
-double max_diff(const A& a, const B& b) {
-  if (a.extents() != b.extents()) return INFINITY;
-  double d = 0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    d = std::max(d, std::abs(static_cast<double>(a.data()[i]) - static_cast<double>(b.data()[i])));
-  return d;
-}
-
-// The largest difference between this process's blocks and the global array at their offsets.
-template <class T, std::size_t R, class G>
-double blocks_diff(const kax::ShardedArray<T, R>& s, const G& global) {
-  const auto ge = global.extents();
-  double worst = 0;
-  for (const auto& shard : s.addressable_shards()) {
-    const auto b = shard.data.extents();
-    for (std::size_t f = 0; f < shard.data.size(); ++f) {
-      std::size_t rest = f, g = 0, stride = 1;
-      for (std::size_t d = R; d-- > 0;) {
-        g += (shard.offset[d] + rest % b[d]) * stride;
-        rest /= b[d];
-        stride *= ge[d];
-      }
-      worst = std::max(worst, std::abs(static_cast<double>(shard.data.data()[f]) - static_cast<double>(global.data()[g])));
-    }
-  }
-  return worst;
-}
-
-// Checks a sharded result (its gathered global array and this process's blocks) against `want`.
-template <class T, std::size_t R, class G>
-void check_result(const kax::ShardedArray<T, R>& s, const G& want, double tol = 0) {
-  REQUIRE(s.extents() == want.extents());
-  CHECK(max_diff(kax::to_host(s), want) <= tol);
-  CHECK(blocks_diff(s, want) <= tol);
-}
-
-std::vector<kax::Mesh> square_meshes() {
-  const auto all = kax::devices();
-  return {kax::make_mesh({2, 2}, {"x", "y"}), kax::make_mesh({2, 2}, {"y", "x"}),
-          // devices (0, 2, 1, 3): "x" within each process, "y" across the two
-          kax::Mesh({2, 2}, {"x", "y"}, {all[0], all[2], all[1], all[3]})};
-}
+using namespace kax_mpitest;
 
 }  // namespace
 
