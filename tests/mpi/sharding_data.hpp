@@ -88,4 +88,37 @@ inline std::vector<kax::Mesh> square_meshes() {
           kax::Mesh({2, 2}, {"x", "y"}, {all[0], all[2], all[1], all[3]})};
 }
 
+// The attention inputs of the MPI tests, (batch, t, d) = (8, 6, 4), and softmax(q k^T / sqrt(d)) v
+// by naive loops in double.
+struct attention_case {
+  static constexpr std::size_t batch = 8, t = 6, d = 4;
+  static float scale() { return 1.0f / std::sqrt(static_cast<float>(d)); }
+  static kax::Array<float, 3> fill(double seed) {
+    kax::Array<float, 3> a(batch, t, d);
+    for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = static_cast<float>(std::sin(seed + 0.37 * static_cast<double>(i)));
+    return a;
+  }
+  kax::Array<float, 3> q = fill(0.1), k = fill(1.7), v = fill(2.3);
+  kax::Array<double, 3> want() const {
+    kax::Array<double, 3> out(batch, t, d);
+    std::vector<double> s(t);
+    for (std::size_t b = 0; b < batch; ++b)
+      for (std::size_t i = 0; i < t; ++i) {
+        double m = -std::numeric_limits<double>::infinity(), z = 0;
+        for (std::size_t j = 0; j < t; ++j) {
+          double acc = 0;
+          for (std::size_t c = 0; c < d; ++c) acc += static_cast<double>(q(b, i, c)) * k(b, j, c);
+          m = std::max(m, s[j] = acc * scale());
+        }
+        for (std::size_t j = 0; j < t; ++j) z += (s[j] = std::exp(s[j] - m));
+        for (std::size_t c = 0; c < d; ++c) {
+          double o = 0;
+          for (std::size_t j = 0; j < t; ++j) o += s[j] / z * v(b, j, c);
+          out(b, i, c) = o;
+        }
+      }
+    return out;
+  }
+};
+
 }  // namespace kax_mpitest

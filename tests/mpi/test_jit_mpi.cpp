@@ -158,31 +158,12 @@ TEST_CASE("jit over 2 processes: reductions over an axis split across the proces
 }
 
 TEST_CASE("jit over 2 processes: attention with the batch split over both mesh axes") {
-  const std::size_t batch = 8, t = 6, d = 4;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  auto fill = [&](double seed) {
-    kax::Array<float, 3> a(batch, t, d);
-    for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = static_cast<float>(std::sin(seed + 0.37 * static_cast<double>(i)));
-    return a;
-  };
-  const kax::Array<float, 3> q = fill(0.1), k = fill(1.7), v = fill(2.3);
-  kax::Array<double, 3> want(batch, t, d);
-  std::vector<double> s(t);
-  for (std::size_t b = 0; b < batch; ++b)
-    for (std::size_t i = 0; i < t; ++i) {
-      double m = -std::numeric_limits<double>::infinity(), z = 0;
-      for (std::size_t j = 0; j < t; ++j) {
-        double acc = 0;
-        for (std::size_t c = 0; c < d; ++c) acc += static_cast<double>(q(b, i, c)) * k(b, j, c);
-        m = std::max(m, s[j] = acc * scale);
-      }
-      for (std::size_t j = 0; j < t; ++j) z += (s[j] = std::exp(s[j] - m));
-      for (std::size_t c = 0; c < d; ++c) {
-        double o = 0;
-        for (std::size_t j = 0; j < t; ++j) o += s[j] / z * v(b, j, c);
-        want(b, i, c) = o;
-      }
-    }
+  const attention_case ac;
+  const float scale = ac.scale();
+  const kax::Array<float, 3>& q = ac.q;
+  const kax::Array<float, 3>& k = ac.k;
+  const kax::Array<float, 3>& v = ac.v;
+  const kax::Array<double, 3> want = ac.want();
   auto attention = [scale](auto qq, auto kk, auto vv) {
     auto p = kax::nn::softmax(kax::einsum<"btd,bsd->bts">(qq, kk) * scale, -1);
     return kax::einsum<"bts,bsd->btd">(p, vv);

@@ -22,6 +22,7 @@
 // Returns kax::ShardedArray (a std::tuple of them for a tuple).  jit runs when called.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <exception>
 #include <optional>
@@ -119,8 +120,7 @@ class jitted {
   auto run(std::vector<std::string>* steps, const Args&... args) const {
     static_assert(NI == 0 || NI == sizeof...(Args), "kax::jit: in_shardings must have one NamedSharding per argument");
     const std::string who = "kax::jit";
-    for (const axis_binding& b : axis_bindings())
-      if (b.group) throw error(who + ": called inside the device program of a pmap or shard_map over '" + b.name + "'");
+    reject_nested(who);
     const Mesh mesh = mesh_of(args...);
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       auto in_sharding = [&](std::size_t i) -> std::optional<NamedSharding> {
@@ -147,7 +147,7 @@ class jitted {
         (out_layout(want[K], as_expr(std::get<K>(outputs)), mesh, local, held, K), ...);
       }(std::make_index_sequence<m>{});
 
-      auto blocks = block_lists(std::type_identity<Ys>{}, std::make_index_sequence<m>{});
+      auto blocks = output_blocks<Ys>(std::make_index_sequence<m>{});
       std::apply([n](auto&... v) { (v.resize(n), ...); }, blocks);
       std::vector<std::exception_ptr> failures(n);
       exec::run_tasks(n, [&](std::size_t t) {
@@ -156,7 +156,7 @@ class jitted {
           (add_block(ctx, std::get<I>(placed), t), ...);
           auto y = as_tuple(std::invoke(f_, jit_placeholder(std::get<I>(placed), I)...));
           [&]<std::size_t... K>(std::index_sequence<K...>) {
-            (write(std::get<K>(blocks)[t], part(ctx, as_expr(std::get<K>(y)), want[K])), ...);
+            (write(std::get<K>(blocks)[t], part(ctx, as_expr(std::get<K>(y)), want[K]), ctx), ...);
           }(std::make_index_sequence<m>{});
           if (steps && t == 0) *steps = std::move(ctx.steps);
         } catch (...) {
@@ -205,16 +205,18 @@ class jitted {
 
   template <class X>
   static void add_block(partition_context& ctx, const X& x, std::size_t t) {
-    if constexpr (is_sharded_array<X>::value)
+    if constexpr (is_sharded_array<X>::value) {
       ctx.blocks.push_back(std::make_shared<Array<typename X::value_type, X::rank>>(x.blocks()[t]));
-    else ctx.blocks.push_back(nullptr);
+      ctx.argument_data.push_back(x.blocks()[t].data());
+    } else {
+      ctx.blocks.push_back(nullptr);
+    }
   }
 
   static partition_context context(const Mesh& mesh, std::size_t k, const mesh_groups& groups,
                                    const std::vector<layout>& held) {
     partition_context ctx;
     ctx.mesh = &mesh;
-    ctx.position = k;
     ctx.coords = mesh.coords(k);
     ctx.axes = groups.bindings(mesh, k);
     ctx.held = held;
@@ -238,18 +240,15 @@ class jitted {
     }
   }
 
-  template <class Ys, std::size_t... K>
-  static auto block_lists(std::type_identity<Ys>, std::index_sequence<K...>) {
-    return std::tuple<std::vector<Array<value_type_of<decltype(as_expr(std::declval<std::tuple_element_t<K, Ys>>()))>,
-                                        rank_of<decltype(as_expr(std::declval<std::tuple_element_t<K, Ys>>()))>>>...>{};
-  }
-
-  // A device's output block.  A block that is a whole array already (a reduction's or
-  // contraction's result, computed by the rewrite) is taken as it is, not copied.
+  // A device's output block.  A block that is a whole array computed by the rewrite (a
+  // reduction's or contraction's result, or a resharded argument) is taken as it is, not copied;
+  // an argument's own block is copied, so that the result never aliases an argument.
   template <class T, std::size_t R, class E>
-  static void write(Array<T, R>& out, const E& e) {
+  static void write(Array<T, R>& out, const E& e, const partition_context& ctx) {
     if constexpr (std::is_same_v<E, ArrayLeaf<T, R, default_memory_space>>) {
-      if (e.contiguous && e.extents() == Array<T, R>(e.view).extents()) {
+      const bool argument =
+          std::find(ctx.argument_data.begin(), ctx.argument_data.end(), e.view.data()) != ctx.argument_data.end();
+      if (!argument && e.contiguous && e.extents() == Array<T, R>(e.view).extents()) {
         out = Array<T, R>(e.view);
         return;
       }

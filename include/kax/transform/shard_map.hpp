@@ -212,6 +212,21 @@ std::optional<std::size_t> first_difference(const Array<T, R>& a, const Array<T,
   return std::nullopt;
 }
 
+// shard_map and jit run device programs of their own: not from inside another's (pmap's too).
+inline void reject_nested(const std::string& who) {
+  for (const axis_binding& b : axis_bindings())
+    if (b.group)
+      throw error(who + ": called inside the device program of a pmap or shard_map over '" + b.name +
+                  "'; nested device programs are not supported");
+}
+
+// One list of device blocks per value the function returns (Ys: the returned values as a tuple).
+template <class Ys, std::size_t... K>
+auto output_blocks(std::index_sequence<K...>) {
+  return std::tuple<std::vector<Array<value_type_of<decltype(as_expr(std::declval<std::tuple_element_t<K, Ys>>()))>,
+                                      rank_of<decltype(as_expr(std::declval<std::tuple_element_t<K, Ys>>()))>>>...>{};
+}
+
 template <class F, std::size_t NI, std::size_t NO>
 class shard_mapped {
  public:
@@ -233,10 +248,7 @@ class shard_mapped {
   auto operator()(const Args&... args) const {
     static_assert(sizeof...(Args) == NI, "kax::shard_map: in_specs must have one PartitionSpec per argument of the call");
     const std::string who = "kax::shard_map";
-    for (const axis_binding& b : axis_bindings())
-      if (b.group)
-        throw error(who + ": called inside the device program of a pmap or shard_map over '" + b.name +
-                    "'; nested device programs are not supported");
+    reject_nested(who);
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       const std::array<NamedSharding, NI> shardings{NamedSharding(mesh_, in_.specs[I])...};
       const std::tuple<decltype(laid_out(args, shardings[I], who))...> prepared(
@@ -249,7 +261,7 @@ class shard_mapped {
       using Ys = decltype(as_tuple(std::declval<Y>()));
       constexpr std::size_t m = std::tuple_size_v<Ys>;
       static_assert(NO == m, "kax::shard_map: out_specs must have one PartitionSpec per returned value");
-      auto blocks = block_lists(std::type_identity<Ys>{}, std::make_index_sequence<m>{});
+      auto blocks = output_blocks<Ys>(std::make_index_sequence<m>{});
       std::apply([n](auto&... v) { (v.resize(n), ...); }, blocks);
       std::vector<std::exception_ptr> failures(n);
 
@@ -277,12 +289,6 @@ class shard_mapped {
   const Mesh& mesh() const { return mesh_; }
 
  private:
-  template <class Ys, std::size_t... K>
-  static auto block_lists(std::type_identity<Ys>, std::index_sequence<K...>) {
-    return std::tuple<std::vector<Array<value_type_of<decltype(as_expr(std::declval<std::tuple_element_t<K, Ys>>()))>,
-                                        rank_of<decltype(as_expr(std::declval<std::tuple_element_t<K, Ys>>()))>>>...>{};
-  }
-
   template <class T, std::size_t R, class E>
   static void write_block(Array<T, R>& out, const E& e) {
     out = detail::uninitialized<T, R>(e.extents(), "kax::shard_map output");

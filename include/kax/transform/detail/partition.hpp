@@ -108,11 +108,11 @@ struct is_jit_arg<JitArgExpr<T, R>> : std::true_type {};
 // One device's rewrite.
 struct partition_context {
   const Mesh* mesh = nullptr;
-  std::size_t position = 0;
   std::vector<std::size_t> coords;
   std::vector<axis_binding> axes;  // per mesh axis: its group and this device's index in it
   std::vector<std::shared_ptr<void>> blocks;  // argument i's block: Array<T, R>
   std::vector<layout> held;                   // argument i's layout
+  std::vector<const void*> argument_data;     // the arguments' block buffers (results must not alias them)
   std::map<std::pair<const void*, layout>, std::shared_ptr<void>> memo;
   std::vector<std::string> steps;  // the communication this device did, in order (jit's explain)
 
