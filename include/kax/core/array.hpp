@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -79,6 +80,11 @@ inline constexpr bool host_accessible =
 
 template <element_dtype T, std::size_t R, class MemorySpace>
 class ArrayView;
+
+namespace detail {
+// Marks an Array as an argument being differentiated (transform/grad.hpp).
+struct tracer;
+}  // namespace detail
 
 // An owning, reference-counted, row-major array of static rank R (jax.Array's counterpart).
 template <element_dtype T, std::size_t R, class MemorySpace = default_memory_space>
@@ -173,7 +179,12 @@ class Array {
     return detail::make_view<view_type, R>("kax::Array", s, init, std::make_index_sequence<R>{});
   }
 
+  friend struct detail::tracer;
+
   view_type view_;
+  // Nonzero on the copy of an argument that kax::grad passes to the differentiated function: the
+  // leaves that read it carry the number, which is how the backward pass finds its gradient.
+  std::uint32_t trace_ = 0;
 };
 
 // A non-owning view of row-major memory (an Array's, or any pointer's): the caller keeps the

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kax/core/array.hpp"
 #include "kax/expr/concepts.hpp"
@@ -23,6 +24,7 @@ struct ArrayLeaf : expression_base {
   multi_index<R> ext{};
   multi_index<R> strides{};
   bool contiguous = true;  // row-major and dense: evaluate_flat may be used
+  std::uint32_t trace = 0;  // kax::grad's number for a differentiated argument (core/array.hpp)
 
   ArrayLeaf() = default;
   // A row-major dense leaf over a view.
@@ -95,7 +97,9 @@ struct is_array_leaf<ArrayLeaf<T, R, M>> : std::true_type {};
 
 template <element_dtype T, std::size_t R, class M>
 ArrayLeaf<T, R, M> Array<T, R, M>::as_leaf() const {
-  return ArrayLeaf<T, R, M>(view_);
+  ArrayLeaf<T, R, M> leaf(view_);
+  leaf.trace = trace_;
+  return leaf;
 }
 
 template <element_dtype T, std::size_t R, class M>

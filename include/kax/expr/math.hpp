@@ -35,6 +35,11 @@ template <array_operand X> auto logical_not(const X& x) {
   return detail::make_unary<detail::logical_not_op>(x);
 }
 
+// jax.lax.stop_gradient(x): x, treated as a constant by kax::grad (transform/grad.hpp).
+template <array_operand X> auto stop_gradient(const X& x) {
+  return detail::make_unary<detail::stop_gradient_op>(x);
+}
+
 // jnp.power (computes in floating point).
 template <class A, class B>
   requires detail::binary_operands<A, B>

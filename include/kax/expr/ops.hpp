@@ -227,6 +227,13 @@ struct tanh_op : floating {
   }
 };
 
+// jax.lax.stop_gradient: the value unchanged; kax::grad sends no cotangent through it.
+struct stop_gradient_op : arithmetic {
+  static constexpr const char* name = "kax::stop_gradient";
+  template <class T>
+  KOKKOS_FORCEINLINE_FUNCTION static T apply(T a) { return a; }
+};
+
 // astype: conversion to U (bool from numbers is `x != 0`, as NumPy).
 template <dtype U>
 struct cast_op {

@@ -73,7 +73,10 @@ struct stage_buffer {
     if constexpr (host_accessible<memory_space>) advise_huge_pages(values.data(), values.span() * sizeof(T));
   }
 
-  bool computed_in(std::uint64_t epoch) const { return stamp() == epoch; }
+  // kax::grad keeps the forward pass's results for the backward pass (transform/grad.hpp): a
+  // frozen buffer counts as computed in every evaluation until it is thawed.
+  static constexpr std::uint64_t frozen = ~std::uint64_t{0};
+  bool computed_in(std::uint64_t epoch) const { return stamp() == epoch || stamp() == frozen; }
   void mark(std::uint64_t epoch) const { stamp() = epoch; }
 
   KOKKOS_INLINE_FUNCTION T read(const multi_index<R>& i) const {

@@ -120,7 +120,9 @@ auto permute(E e, const std::array<long, rank_of<E>>& perm) {
       ext[k] = e.ext[static_cast<std::size_t>(perm[k])];
       st[k] = e.strides[static_cast<std::size_t>(perm[k])];
     }
-    return E(e.view, ext, st);
+    E r(e.view, ext, st);
+    r.trace = e.trace;
+    return r;
   } else {
     return TransposeExpr<E>(std::move(e), perm);
   }
