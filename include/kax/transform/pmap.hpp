@@ -37,18 +37,14 @@
 #include "kax/parallel/collectives.hpp"
 #include "kax/parallel/devices.hpp"
 #include "kax/transform/detail/pmap_outputs.hpp"
+#include "kax/transform/donate.hpp"
 #include "kax/transform/vmap.hpp"
 
 namespace kax {
 
-// jax.pmap(f, donate_argnums=(0,)): the listed arguments' buffers may hold the results.  A donated
-// kax::Array that is mapped along axis 0 and has exactly the shape and dtype of an output (device
-// axis 0) becomes that output instead of a new allocation; its old values are overwritten, as
-// JAX invalidates donated buffers.  Each device writes only its own slice, after reading it.
-template <std::size_t... I>
-struct donate_argnums_t {};
-template <std::size_t... I>
-inline constexpr donate_argnums_t<I...> donate_argnums{};
+// jax.pmap(f, donate_argnums=(0,)) (transform/donate.hpp): a donated kax::Array that is mapped
+// along axis 0 and has exactly the shape and dtype of an output (device axis 0) becomes that
+// output instead of a new allocation.  Each device writes only its own slice, after reading it.
 
 namespace detail {
 
