@@ -382,3 +382,11 @@ TEST_CASE("the row-fused plan gives the staged plan's values, also for unbatched
     }
   }
 }
+
+TEST_CASE("vmap of a reduction of a per-example scalar (a sum over no axes)", "[vmap]") {
+  // jax.vmap(lambda v: jnp.sum(v * 2))(jnp.array([1., 2., 3.])) == [2, 4, 6]: once a kernel that
+  // reduced nothing and wrote nothing.
+  const kax::Array<float, 1> y = kax::from(std::vector<float>{1, 2, 3}, kax::shape<1>{3});
+  const kax::Array<float, 1> got = kax::vmap([](const auto& v) { return kax::sum(v * 2.0f); })(y);
+  require_values(got, kax::shape<1>{3}, {2, 4, 6});
+}

@@ -141,7 +141,18 @@ struct reduce_host_kernel {
 
   template <std::size_t LL>
   void run_inner_lanes(std::size_t w) const {
-    if constexpr (NR > 0) {
+    if constexpr (NR == 0) {
+      // A reduction over no axes (vmap of a reduction of a per-example scalar): each output
+      // element is its one operand element.
+      const std::size_t o0 = w * g.rows_per_item;
+      const std::size_t o1 = std::min(g.n_out, o0 + g.rows_per_item);
+      for (std::size_t o = o0; o < o1; ++o) {
+        const multi_index<K> kept = unravel(o, g.kept_ext);
+        multi_index<R> idx{};
+        for (std::size_t k = 0; k < K; ++k) idx[g.kept_axes[k]] = kept[k];
+        out[o] = Red::finalize(Red::combine(Red::identity(), Red::lift(expr.evaluate(idx), 0)), 1);
+      }
+    } else {
       if (g.rows_per_item > 1) {
         run_inner_rows<LL>(w);
         return;

@@ -81,6 +81,8 @@ reduce_geometry<R, NR> plan_reduce(const shape<R>& in, const std::array<std::siz
   if constexpr (NR > 0) {
     g.inner = in[axes[NR - 1]];
     g.inner_is_last = axes[NR - 1] == R - 1;
+  } else {
+    g.inner = 1;  // a sum over no axes (of a per-example scalar under vmap) copies each element
   }
   if (NR == R && operand_flat) {
     g.kind = reduce_kind::flat;
