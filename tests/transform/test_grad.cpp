@@ -328,3 +328,45 @@ TEST_CASE("grad's errors", "[grad]") {
   auto trace = [](const auto& v) { return kax::sum(kax::einsum<"ii->i">(kax::matmul(v, kax::transpose(v)))); };
   REQUIRE_THROWS_AS(kax::grad(trace)(x), kax::shape_error);
 }
+
+TEST_CASE("vmap(grad(f)) gives per-example gradients", "[grad][vmap]") {
+  const kax::Array<double, 2> x = random_array(kax::shape<2>{5, 3}, 100);
+  const kax::Array<double, 1> y = random_array(kax::shape<1>{5}, 101);
+  const kax::Array<double, 1> w = random_array(kax::shape<1>{3}, 102);
+  const kax::Array<double, 0> b = random_array(kax::shape<0>{}, 103);
+  // One example: (tanh(x . w + b) - y)^2.
+  auto loss = [](const auto& params, const auto& xe, const auto& ye) {
+    const auto& [pw, pb] = params;
+    return kax::sum(kax::square(kax::tanh(kax::dot(xe, pw) + pb) - ye));
+  };
+  const auto params = std::make_tuple(w, b);
+  auto [gw, gb] = kax::vmap(kax::grad(loss), kax::in_axes(kax::none, 0, 0))(params, x, y);
+  REQUIRE(gw.extents() == kax::shape<2>{5, 3});
+  REQUIRE(gb.extents() == kax::shape<1>{5});
+  // Against a loop of grad over the examples.
+  const auto gwv = kax::to_vector(gw), gbv = kax::to_vector(gb);
+  auto [values, grads] = kax::vmap(kax::value_and_grad(loss), kax::in_axes(kax::none, 0, 0))(params, x, y);
+  REQUIRE(values.extents() == kax::shape<1>{5});
+  const auto vv = kax::to_vector(values);
+  for (long e = 0; e < 5; ++e) {
+    const kax::Array<double, 1> xe = kax::squeeze(kax::slice(x, {kax::range(e, e + 1), kax::colon}), 0);
+    const kax::Array<double, 0> ye = kax::squeeze(kax::slice(y, {kax::range(e, e + 1)}), 0);
+    auto [v, g] = kax::value_and_grad(loss)(params, xe, ye);
+    const auto gwe = kax::to_vector(std::get<0>(g));
+    for (std::size_t k = 0; k < 3; ++k) REQUIRE(gwv[e * 3 + k] == Approx(gwe[k]).epsilon(1e-12));
+    REQUIRE(gbv[e] == Approx(std::get<1>(g)()).epsilon(1e-12));
+    REQUIRE(vv[e] == Approx(v()).epsilon(1e-12));
+  }
+  REQUIRE(kax::to_vector(std::get<0>(grads)) == gwv);
+  // A mapped differentiated argument along axis 1: its per-example gradients, batch axis first.
+  const kax::Array<double, 2> xt = kax::transpose(x);
+  auto xgrad = kax::vmap(kax::grad(loss, kax::argnums<1>), kax::in_axes(kax::none, 1, 0))(params, xt, y);
+  REQUIRE(xgrad.extents() == kax::shape<2>{5, 3});
+  const auto xg = kax::to_vector(xgrad);
+  for (long e = 0; e < 5; ++e) {
+    const kax::Array<double, 1> xe = kax::squeeze(kax::slice(x, {kax::range(e, e + 1), kax::colon}), 0);
+    const kax::Array<double, 0> ye = kax::squeeze(kax::slice(y, {kax::range(e, e + 1)}), 0);
+    const auto ge = kax::to_vector(kax::grad(loss, kax::argnums<1>)(params, xe, ye));
+    for (std::size_t k = 0; k < 3; ++k) REQUIRE(xg[e * 3 + k] == Approx(ge[k]).epsilon(1e-12));
+  }
+}

@@ -124,9 +124,69 @@ Array<value_type_of<E>, 0> loss_value(const E& e) {
   }
 }
 
+// Differentiated argument x of vmap(grad(f)) with its in_axes entry, as a batched array with the
+// batch axis in front; an unmapped one (kax::none) is broadcast, so that each example has its own
+// copy and the gradient of that copy is the example's gradient.
+template <class X, class S>
+auto batch_leaves(const X& x, const S& spec, std::size_t batch) {
+  if constexpr (tuple_like<X>) {
+    constexpr std::size_t n = std::tuple_size_v<X>;
+    return [&]<std::size_t... J>(std::index_sequence<J...>) {
+      if constexpr (is_std_array<X>::value) {
+        using B = decltype(batch_leaves(std::get<0>(x), element_spec<0>(spec), batch));
+        return std::array<B, n>{batch_leaves(std::get<J>(x), element_spec<J>(spec), batch)...};
+      } else {
+        return std::make_tuple(batch_leaves(std::get<J>(x), element_spec<J>(spec), batch)...);
+      }
+    }(std::make_index_sequence<n>{});
+  } else {
+    using T = typename X::value_type;
+    constexpr std::size_t R = X::rank;
+    if constexpr (std::is_same_v<S, none_t>) {
+      shape<R + 1> s{};
+      s[0] = batch;
+      for (std::size_t k = 0; k < R; ++k) s[k + 1] = x.extent(k);
+      return Array<T, R + 1>(broadcast_to(expand_dims(x, 0), s));
+    } else {
+      static_assert(std::is_same_v<S, long>, "kax::vmap(kax::grad(f)): a nested in_axes entry for an array");
+      const std::size_t ax = normalize_axis(spec, R, "kax::vmap(kax::grad(f))");
+      if (ax == 0) return Array<T, R>(x);
+      std::array<long, R> perm{};
+      perm[0] = static_cast<long>(ax);
+      for (std::size_t k = 1; k < R; ++k) perm[k] = static_cast<long>(k <= ax ? k - 1 : k);
+      return Array<T, R>(transpose(x, perm));
+    }
+  }
+}
+
 template <bool WithValue, bool Aux, class F, std::size_t... I>
 struct grad_function {
   F f;
+  static constexpr bool is_grad_function = true;
+
+  // kax::vmap(kax::grad(f), in_axes)(args...) (transform/vmap.hpp calls this): per-example
+  // gradients, each with the batch axis in front.  It is the gradient of the sum over the batch
+  // of vmap(f), taken with respect to batched copies of the differentiated arguments: example b
+  // reads only its own copy, so the copy's gradient is example b's.  One batched forward pass and
+  // one batched backward pass (batched GEMMs), not a loop over examples.
+  template <class Specs, class... X>
+  auto per_example(std::size_t batch, const Specs& specs, const X&... args) const {
+    static_assert(!Aux, "kax::vmap(kax::grad(f, kax::has_aux)) is not supported");
+    auto batched = [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return std::tuple<decltype(batched_one<K>(batch, specs, args...))...>{batched_one<K>(batch, specs, args...)...};
+    }(std::index_sequence_for<X...>{});
+    auto inner = [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return in_axes(inner_spec<K>(std::get<K>(specs))...);
+    }(std::index_sequence_for<X...>{});
+    auto total = [g = f, inner](const auto&... a) {
+      auto per = vmap(g, inner)(a...);
+      return std::make_pair(sum(per), per);
+    };
+    const grad_function<true, true, decltype(total), I...> gradient{total};
+    auto [value_aux, grads] = std::apply(gradient, batched);
+    if constexpr (WithValue) return std::make_pair(std::move(value_aux.second), std::move(grads));
+    else return grads;
+  }
 
   template <class... X>
   auto operator()(const X&... args) const {
@@ -160,8 +220,14 @@ struct grad_function {
     // Forward: every reduction and contraction once (the root too), then frozen as residuals.
     using space = exec_space_for<default_memory_space>;
     prepare(root, next_evaluation_epoch(), space{});
-    ctx.freeze(root);
     auto value = loss_value(root);
+    // aux before the freeze: a vmapped aux (vmap(value_and_grad)) evaluates through the batch-row
+    // plan, which computes its own stages and must not find them marked as computed.
+    auto aux = [&] {
+      if constexpr (Aux) return evaluate_aux(std::get<1>(y));
+      else return 0;
+    }();
+    ctx.freeze(root);
     // Backward, from d loss / d loss = 1.
     backprop(ctx, root, ScalarExpr<value_type_of<E>, false>(value_type_of<E>(1)));
     auto grads = [&] {
@@ -172,7 +238,6 @@ struct grad_function {
       }
     }();
     if constexpr (Aux) {
-      auto aux = evaluate_aux(std::get<1>(y));
       if constexpr (WithValue) return std::make_pair(std::make_pair(value, std::move(aux)), std::move(grads));
       else return std::make_pair(std::move(grads), std::move(aux));
     } else {
@@ -186,6 +251,19 @@ struct grad_function {
   static constexpr bool tuple_size_is_2() {
     if constexpr (requires { std::tuple_size<Y>::value; }) return std::tuple_size_v<Y> == 2;
     else return false;
+  }
+
+  template <std::size_t K, class Specs, class... X>
+  static auto batched_one(std::size_t batch, const Specs& specs, const X&... args) {
+    const auto& x = std::get<K>(std::forward_as_tuple(args...));
+    if constexpr (listed<K, I...>) return batch_leaves(x, std::get<K>(specs), batch);
+    else return x;
+  }
+
+  template <std::size_t K, class S>
+  static auto inner_spec(const S& spec) {
+    if constexpr (listed<K, I...>) return 0L;
+    else return spec;
   }
 
   template <std::size_t K, class... X>

@@ -244,6 +244,13 @@ class vmapped {
        ...);
       batch_context<Tag> ctx;
       ctx.size = common_batch_size(axes, size_);
+      if constexpr (requires { F::is_grad_function; }) {
+        // vmap(grad(f)): per-example gradients, computed eagerly by kax::grad (transform/grad.hpp).
+        static_assert(std::is_same_v<Out, leading_axis_t>,
+                      "kax::vmap(kax::grad(f)): out_axes other than 0 are not supported");
+        static_assert(std::is_void_v<AxisName>, "kax::vmap(kax::grad(f)): axis_name is not supported");
+        return f_.per_example(ctx.size, std::make_tuple(spec(std::integral_constant<std::size_t, I>{})...), args...);
+      } else {
       static_assert(std::is_invocable_v<const F&, decltype(placeholder<Tag>(
                                                       args, spec(std::integral_constant<std::size_t, I>{})))...>,
                     "kax::vmap: the function cannot be called with one example of each mapped "
@@ -255,6 +262,7 @@ class vmapped {
       auto y = std::invoke(f_, placeholder<Tag>(args, spec(std::integral_constant<std::size_t, I>{}))...);
       bound.reset();
       return place_all_outputs(ctx, y, out_);
+      }
     }(std::index_sequence_for<Args...>{});
   }
 
