@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "kax/core/config.hpp"
+#include "kax/core/detail/host_allocator.hpp"
 #if defined(KAX_HAVE_MPI)
 #include "kax/parallel/mpi.hpp"
 #endif
@@ -12,7 +13,7 @@
 namespace kax {
 
 // Initializes Kokkos unless it already is (then leaves it to its owner), finalizes on scope exit
-// if it initialized.  Kokkos' own command-line flags are honoured and removed from argv
+// if it initialized; keeps freed host buffers for reuse (detail/host_allocator.hpp).  Kokkos' own command-line flags are honoured and removed from argv
 // (--kokkos-threads=2 in Kokkos 3.4; --kokkos-num-threads=2 from 3.7).
 class ScopeGuard {
  public:
@@ -20,6 +21,7 @@ class ScopeGuard {
 #if defined(KAX_HAVE_MPI)
     mpi_.emplace(nullptr, nullptr);
 #endif
+    detail::tune_host_allocator();
     if (!Kokkos::is_initialized()) {
       Kokkos::initialize();
       owns_ = true;
@@ -29,6 +31,7 @@ class ScopeGuard {
 #if defined(KAX_HAVE_MPI)
     mpi_.emplace(&argc, &argv);
 #endif
+    detail::tune_host_allocator();
     if (!Kokkos::is_initialized()) {
       Kokkos::initialize(argc, argv);
       owns_ = true;

@@ -16,6 +16,7 @@
 
 #include "kax/core/errors.hpp"
 #include "kax/expr/concepts.hpp"
+#include "kax/expr/detail/row.hpp"
 
 namespace kax {
 
@@ -69,6 +70,15 @@ struct SumToExpr : expression_base {
   }
   // Only used when is_flat(): nothing is summed, and leading unit axes keep linear indices.
   KOKKOS_FORCEINLINE_FUNCTION value_type evaluate_flat(std::size_t n) const { return arg.evaluate_flat(n); }
+
+  // Rows: the operand's rows when nothing is summed (then they are exact, and a broadcast bias
+  // inside the operand keeps the vectorized row kernels); per-element evaluation otherwise.
+  auto row(const multi_index<R>& i) const {
+    multi_index<arg_rank> c{};
+    for (std::size_t t = 0; t < R; ++t) c[t + lead] = ext[t] == 1 ? 0 : i[t];
+    return detail::row_of(arg, c);
+  }
+  bool rows_exact() const { return summed == 0 && (R > 0 || arg_rank == 0); }
 
   template <class F>
   void for_each_child(F&& f) const {

@@ -174,6 +174,64 @@ struct backward_context {
   }
 };
 
+template <class E>
+struct is_sum_to : std::false_type {};
+template <class E, std::size_t R>
+struct is_sum_to<SumToExpr<E, R>> : std::true_type {};
+
+template <class E>
+auto settle(backward_context& ctx, const E& e);
+
+// Evaluates the cotangent g into `out`, or with `acc` (a leaf reading `out`) adds it there.  A
+// broadcast's adjoint that really sums (a bias's gradient: the sum over the batch) is not left to
+// SumToExpr's per-element loops over an expression: the expression is evaluated first by a flat,
+// vectorized kernel, then summed from memory; a sum down to a scalar is a parallel reduction.
+template <class T, std::size_t R, class Acc, class G>
+void emit(backward_context& ctx, const output_target<T, R>& out, const Acc* acc, const G& g) {
+  if constexpr (is_sum_to<G>::value) {
+    using A = std::remove_cvref_t<decltype(g.arg)>;
+    constexpr std::size_t lead = G::lead;
+    // Nothing summed over a reduction or contraction (a weight's gradient from its GEMM): the
+    // kernel writes the destination itself, with no copy.
+    if constexpr (materialization<A> && lead == 0) {
+      if (g.summed == 0 && acc == nullptr) {
+        emit(ctx, out, acc, g.arg);
+        return;
+      }
+    }
+    // Summed over exactly the leading axes (a bias's gradient: the sum over the batch): a
+    // reduction kernel, vectorized along the kept axes.
+    if constexpr (lead > 0) {
+      bool leading = g.summed > 0;
+      for (std::size_t s = 0; s < g.summed; ++s) leading = leading && g.summed_axis[s] < lead;
+      if (leading) {
+        std::array<std::size_t, lead> axes{};
+        for (std::size_t k = 0; k < lead; ++k) axes[k] = k;
+        const auto a = settle(ctx, g.arg);
+        using AL = std::remove_cvref_t<decltype(a)>;
+        emit(ctx, out, acc, ReduceExpr<sum_reducer, AL, lead, false>(a, axes, "kax::grad"));
+        return;
+      }
+    }
+    if constexpr (!is_array_leaf<A>::value) {
+      if (g.summed > 0) {
+        const auto a = settle(ctx, g.arg);
+        emit(ctx, out, acc, SumToExpr<std::remove_cvref_t<decltype(a)>, R>(a, g.ext));
+        return;
+      }
+    } else if constexpr (R == 0 && rank_of<A> > 0) {
+      if (g.summed > 0) {
+        std::array<std::size_t, rank_of<A>> all{};
+        for (std::size_t k = 0; k < rank_of<A>; ++k) all[k] = k;
+        emit(ctx, out, acc, ReduceExpr<sum_reducer, A, rank_of<A>, false>(g.arg, all, "kax::grad"));
+        return;
+      }
+    }
+  }
+  if (acc) ctx.write(out, BinaryExpr<add_op, Acc, G>(*acc, g));
+  else ctx.write(out, g);
+}
+
 // A cotangent that several kernels will read, evaluated once: leaves and constants stay as they
 // are, anything else becomes an Array.
 template <class E>
@@ -185,7 +243,8 @@ auto settle(backward_context& ctx, const E& e) {
     constexpr std::size_t R = rank_of<E>;
     const shape<R> s = e.extents();
     auto a = uninitialized<T, R, default_memory_space>(s, "kax::grad cotangent");
-    ctx.write(output_target<T, R>{a.data(), to_multi_index(s), to_multi_index(row_major_strides(s)), true}, e);
+    const output_target<T, R> out{a.data(), to_multi_index(s), to_multi_index(row_major_strides(s)), true};
+    emit(ctx, out, static_cast<const ArrayLeaf<T, R, default_memory_space>*>(nullptr), e);
     return a.as_leaf();
   }
 }
@@ -274,14 +333,14 @@ void rule(backward_context& ctx, const ArrayLeaf<T, R, M>& leaf, const G& g) {
     T* dst = grad.data() + offset;
     const output_target<T, R> out{dst, leaf.ext, leaf.strides, leaf.contiguous};
     if (!s.written) {
-      ctx.write(out, g);
+      emit(ctx, out, static_cast<const ArrayLeaf<T, R, M>*>(nullptr), g);
       s.written = true;
     } else {
       using view_type = typename Array<T, R, M>::view_type;
       shape<R> st{};
       for (std::size_t k = 0; k < R; ++k) st[k] = leaf.strides[k];
       const ArrayLeaf<T, R, M> acc(wrap_pointer<view_type, T, R>(dst, ext, std::make_index_sequence<R>{}), ext, st);
-      ctx.write(out, BinaryExpr<add_op, ArrayLeaf<T, R, M>, G>(acc, g));
+      emit(ctx, out, &acc, g);
     }
   }
 }
