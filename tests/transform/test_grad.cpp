@@ -324,6 +324,18 @@ TEST_CASE("the gradient of an elementwise chain is one kernel", "[grad][fusion]"
 
 TEST_CASE("grad's errors", "[grad]") {
   kax::Array<double, 2> x = random_array(kax::shape<2>{2, 3}, 98);
+  // Evaluating a traced argument inside f would silently cut the gradient: it throws instead.
+  auto eager = [](const auto& v) {
+    const kax::Array<double, 2> h = kax::sin(v);
+    return kax::sum(h * v);
+  };
+  REQUIRE_THROWS_AS(kax::grad(eager)(x), kax::tracer_error);
+  // Evaluating constants inside f is fine, and the tracing state is reset after a throw.
+  auto constant_eval = [&x](const auto& v) {
+    const kax::Array<double, 2> c = kax::cos(x);
+    return kax::sum(c * v);
+  };
+  REQUIRE(kax::to_vector(kax::grad(constant_eval)(x)) == kax::to_vector(kax::Array<double, 2>(kax::cos(x))));
   // einsum with a repeated subscript (a trace): differentiating it is reported, not silently wrong.
   auto trace = [](const auto& v) { return kax::sum(kax::einsum<"ii->i">(kax::matmul(v, kax::transpose(v)))); };
   REQUIRE_THROWS_AS(kax::grad(trace)(x), kax::shape_error);

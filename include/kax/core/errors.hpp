@@ -45,6 +45,13 @@ class collective_timeout : public collective_error {
   using collective_error::collective_error;
 };
 
+// A value that kax::grad is tracing was evaluated inside the differentiated function, where only
+// lazy expressions keep the gradient (JAX's TracerArrayConversionError).
+class tracer_error : public error {
+ public:
+  using error::error;
+};
+
 // "(3, 4)" — NumPy's spelling of a shape; "()" for rank 0.
 template <std::size_t R>
 std::string shape_string(const std::array<std::size_t, R>& s) {

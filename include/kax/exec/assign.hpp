@@ -103,10 +103,38 @@ void evaluate_into(const ExecSpace& space, const output_target<T, R>& out, const
   launch_elementwise(space, out, e);
 }
 
+// How many kax::grad calls on this thread are running their function f (transform/grad.hpp).
+inline int& grad_tracing() {
+  thread_local int depth = 0;
+  return depth;
+}
+
+// Whether `e` reads an array that kax::grad traces.
+template <class E>
+bool reads_traced(const E& e) {
+  if constexpr (is_array_leaf<E>::value) {
+    return e.trace != 0;
+  } else {
+    bool found = false;
+    auto visit = [&found](const auto& c) { found = found || reads_traced(c); };
+    if constexpr (requires { e.for_each_operand(visit); }) e.for_each_operand(visit);
+    else if constexpr (has_children<E>) e.for_each_child(visit);
+    return found;
+  }
+}
+
 template <class T, std::size_t R, class MemorySpace, expression E>
 void evaluate_into_view(
     const Kokkos::View<typename view_data<T, R>::type, Kokkos::LayoutRight, MemorySpace>& v,
     const E& e) {
+  // Evaluating a traced argument inside the function kax::grad differentiates would make the
+  // result a constant, and the gradient silently wrong: refuse, as JAX refuses to turn a tracer
+  // into a concrete array.
+  if (grad_tracing() > 0 && reads_traced(e))
+    throw tracer_error(
+        "kax::grad: an expression of a differentiated argument was evaluated inside the "
+        "differentiated function (assigned to a kax::Array or passed to kax::eval); its gradient "
+        "would be lost.  Return expressions from the function and let kax::grad evaluate them");
   const shape<R> s = view_extents<std::remove_cvref_t<decltype(v)>, R>(v);
   const output_target<T, R> out{v.data(), to_multi_index(s), to_multi_index(row_major_strides(s)), true};
   evaluate_into<exec_space_for<MemorySpace>, MemorySpace>(exec_space_for<MemorySpace>{}, out, e);

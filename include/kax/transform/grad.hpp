@@ -159,6 +159,14 @@ auto batch_leaves(const X& x, const S& spec, std::size_t batch) {
   }
 }
 
+// While f runs, evaluating a traced argument is an error (exec/assign.hpp).
+struct tracing_scope {
+  tracing_scope() { ++grad_tracing(); }
+  ~tracing_scope() { --grad_tracing(); }
+  tracing_scope(const tracing_scope&) = delete;
+  tracing_scope& operator=(const tracing_scope&) = delete;
+};
+
 template <bool WithValue, bool Aux, class F, std::size_t... I>
 struct grad_function {
   F f;
@@ -200,7 +208,10 @@ struct grad_function {
     auto call_args = [&]<std::size_t... K>(std::index_sequence<K...>) {
       return std::tuple<decltype(pick<K>(ctx, args...))...>{pick<K>(ctx, args...)...};
     }(std::index_sequence_for<X...>{});
-    auto y = std::apply(f, call_args);
+    auto y = [&] {
+      const tracing_scope tracing;
+      return std::apply(f, call_args);
+    }();
     using Y = decltype(y);
     if constexpr (Aux) {
       static_assert(tuple_size_is_2<Y>(),
