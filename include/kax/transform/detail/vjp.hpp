@@ -239,6 +239,13 @@ auto settle(backward_context& ctx, const E& e) {
   if constexpr (is_array_leaf<E>::value || is_scalar_expr<E>::value) {
     return e;
   } else {
+    if constexpr (is_sum_to<E>::value) {
+      // An already evaluated cotangent that sums nothing here is read in place.
+      using A = std::remove_cvref_t<decltype(e.arg)>;
+      if constexpr (std::is_same_v<A, ArrayLeaf<value_type_of<E>, rank_of<E>, default_memory_space>>) {
+        if (e.summed == 0 && e.arg.contiguous) return e.arg;
+      }
+    }
     using T = value_type_of<E>;
     constexpr std::size_t R = rank_of<E>;
     const shape<R> s = e.extents();
@@ -383,7 +390,16 @@ template <class Op, class L, class R, class G>
 void rule(backward_context& ctx, const BinaryExpr<Op, L, R>& node, const G& g) {
   const L& x = node.lhs;
   const R& y = node.rhs;
-  if constexpr (std::is_same_v<Op, add_op>) {
+  if constexpr ((std::is_same_v<Op, add_op> || std::is_same_v<Op, sub_op>) && rank_of<L> != rank_of<R> &&
+                !constant_leaf<L> && !constant_leaf<R>) {
+    // A broadcast sum (a bias added to a layer's output): the lower-rank operand's gradient is a
+    // reduction of g and the other side usually ends in a contraction; both read g, so it is
+    // evaluated once here instead of once for each.
+    const auto gs = settle(ctx, g);
+    to_operand(ctx, x, gs);
+    if constexpr (std::is_same_v<Op, add_op>) to_operand(ctx, y, gs);
+    else to_operand(ctx, y, UnaryExpr<negate_op, std::remove_cvref_t<decltype(gs)>>(gs));
+  } else if constexpr (std::is_same_v<Op, add_op>) {
     to_operand(ctx, x, g);
     to_operand(ctx, y, g);
   } else if constexpr (std::is_same_v<Op, sub_op>) {
