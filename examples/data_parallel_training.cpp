@@ -137,12 +137,14 @@ int main(int argc, char* argv[]) {
         // A different dropout mask on every device, as fold_in(key, lax.axis_index("i")).
         const kax::Array<std::int32_t, 0> i = kax::axis_index<"i">();
         const random::Key key = random::fold_in(step_key, static_cast<std::uint32_t>(i()));
-        auto [loss, g] = kax::value_and_grad(train_loss)(params, xs, ys, key);
+        const auto loss_and_grads = kax::value_and_grad(train_loss)(params, xs, ys, key);
+        const auto& loss = loss_and_grads.first;  // a named variable: clang 14 cannot capture
+                                                  // a structured binding in the lambda below
         return std::apply(
             [&](const auto&... leaf) {
               return std::make_tuple(kax::pmean<"i">(loss), kax::pmean<"i">(leaf)...);
             },
-            g);
+            loss_and_grads.second);
       },
       kax::in_axes(kax::none, 0, 0), kax::out_axes(kax::none));
   // The dropout-free loss on the whole data set, to judge the training by.
