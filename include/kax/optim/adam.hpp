@@ -27,6 +27,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "kax/optim/detail/optimizer.hpp"
 #include "kax/optim/tree.hpp"
 
 namespace kax::optim {
@@ -77,8 +78,8 @@ struct adam_kernel {
 }  // namespace detail
 
 // optax.adam's GradientTransformation; hyperparameters are public so that a schedule may change
-// them between steps.
-struct Adam {
+// them between steps.  update and step come from detail::optimizer.
+struct Adam : detail::optimizer<Adam> {
   double learning_rate = 0.0;
   double b1 = 0.9;
   double b2 = 0.999;
@@ -93,46 +94,11 @@ struct Adam {
     return AdamState<P>{0, tree_zeros_like(params), tree_zeros_like(params)};
   }
 
-  // optax's update(grads, state, params): the updates to add to params, and the new state.
-  template <pytree G, class S, pytree P>
-  std::pair<G, S> update(const G& grads, const S& state, const P& params) const {
-    if constexpr (check<G, S, P>()) {
-      detail::check_extents("kax::optim::adam", "grads", grads, "params", params);
-      return update_impl(grads, state);
-    } else {
-      return {};  // the static_assert in check() has reported the error
-    }
-  }
-
-  // update without params (adam does not read them), as optax's params=None.
-  template <pytree G, class S>
-  std::pair<G, S> update(const G& grads, const S& state) const {
-    if constexpr (check<G, S, G>()) return update_impl(grads, state);
-    else return {};
-  }
-
-  // update and apply_updates fused: one kernel per leaf; fresh arrays for params and state.
-  template <pytree G, class S, pytree P>
-  std::pair<P, S> step(const G& grads, const S& state, const P& params) const {
-    if constexpr (check<G, S, P>()) return step_impl<false, false>(grads, state, params);
-    else return {};
-  }
-
-  // step with donation: kax::donate_argnums<1> (state), <2> (params) or <1, 2>.  The donated
-  // arguments' buffers receive the new values and the returned Arrays share them: no allocation.
-  template <pytree G, class S, pytree P, std::size_t... I>
-  std::pair<P, S> step(const G& grads, const S& state, const P& params,
-                       const donate_argnums_t<I...>& /*donate*/) const {
-    static_assert(detail::valid_step_donation<I...>,
-                  "kax::optim::adam: step's donate_argnums indices are 1 (state) and 2 (params)");
-    if constexpr (check<G, S, P>() && detail::valid_step_donation<I...>)
-      return step_impl<detail::donates_state<I...>, detail::donates_params<I...>>(grads, state,
-                                                                                   params);
-    else
-      return {};
-  }
-
  private:
+  friend detail::optimizer<Adam>;
+
+  static constexpr const char* name = "kax::optim::adam";
+
   template <class G, class S, class P>
   static constexpr bool check() {
     static_assert(detail::is_adam_state<S>::value,
@@ -153,10 +119,17 @@ struct Adam {
     }
   }
 
+  template <std::size_t... I>
+  static constexpr bool check_donation() {
+    static_assert(detail::valid_step_donation<I...>,
+                  "kax::optim::adam: step's donate_argnums indices are 1 (state) and 2 (params)");
+    return detail::valid_step_donation<I...>;
+  }
+
   template <class S, class P>
-  static void check_state_extents(const S& state, const P& params, const char* name) {
-    detail::check_extents("kax::optim::adam", "state.mu", state.mu, name, params);
-    detail::check_extents("kax::optim::adam", "state.nu", state.nu, name, params);
+  static void check_state_extents(const S& state, const P& params, const char* params_name) {
+    detail::check_extents(name, "state.mu", state.mu, params_name, params);
+    detail::check_extents(name, "state.nu", state.nu, params_name, params);
   }
 
   // update once check() has passed: fresh arrays for the updates and the state.
@@ -177,7 +150,7 @@ struct Adam {
   // step once check() has passed; donated outputs share the inputs' buffers.
   template <bool DonateState, bool DonateParams, class G, class S, class P>
   std::pair<P, S> step_impl(const G& grads, const S& state, const P& params) const {
-    detail::check_extents("kax::optim::adam", "grads", grads, "params", params);
+    detail::check_extents(name, "grads", grads, "params", params);
     check_state_extents(state, params, "params");
     P new_params = DonateParams ? params : detail::tree_empty_like(params);
     S out = DonateState ? S{state.count + 1, state.mu, state.nu}
@@ -222,7 +195,7 @@ struct Adam {
 // optax.adam(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0).
 inline Adam adam(double learning_rate, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8,
                  double eps_root = 0.0) {
-  return Adam{learning_rate, b1, b2, eps, eps_root};
+  return Adam{{}, learning_rate, b1, b2, eps, eps_root};
 }
 
 }  // namespace kax::optim

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "kax/optim/detail/optimizer.hpp"
 #include "kax/optim/tree.hpp"
 
 namespace kax::optim {
@@ -64,8 +65,8 @@ struct sgd_kernel {
 }  // namespace detail
 
 // optax.sgd's GradientTransformation; hyperparameters are public so that a schedule may change
-// them between steps.
-struct Sgd {
+// them between steps.  update and step come from detail::optimizer.
+struct Sgd : detail::optimizer<Sgd> {
   double learning_rate = 0.0;
   double momentum = 0.0;
   bool nesterov = false;
@@ -80,46 +81,11 @@ struct Sgd {
     return SgdState<P>{P{}};
   }
 
-  // optax's update(grads, state, params): the updates to add to params, and the new state.
-  template <pytree G, class S, pytree P>
-  std::pair<G, S> update(const G& grads, const S& state, const P& params) const {
-    if constexpr (check<G, S, P>()) {
-      detail::check_extents("kax::optim::sgd", "grads", grads, "params", params);
-      return update_impl(grads, state);
-    } else {
-      return {};  // the static_assert in check() has reported the error
-    }
-  }
-
-  // update without params (sgd does not read them), as optax's params=None.
-  template <pytree G, class S>
-  std::pair<G, S> update(const G& grads, const S& state) const {
-    if constexpr (check<G, S, G>()) return update_impl(grads, state);
-    else return {};
-  }
-
-  // update and apply_updates fused: one kernel per leaf; fresh arrays for params and state.
-  template <pytree G, class S, pytree P>
-  std::pair<P, S> step(const G& grads, const S& state, const P& params) const {
-    if constexpr (check<G, S, P>()) return step_impl<false, false>(grads, state, params);
-    else return {};
-  }
-
-  // step with donation: kax::donate_argnums<1> (state), <2> (params) or <1, 2>.  The donated
-  // arguments' buffers receive the new values and the returned Arrays share them: no allocation.
-  template <pytree G, class S, pytree P, std::size_t... I>
-  std::pair<P, S> step(const G& grads, const S& state, const P& params,
-                       const donate_argnums_t<I...>& /*donate*/) const {
-    static_assert(detail::valid_step_donation<I...>,
-                  "kax::optim::sgd: step's donate_argnums indices are 1 (state) and 2 (params)");
-    if constexpr (check<G, S, P>() && detail::valid_step_donation<I...>)
-      return step_impl<detail::donates_state<I...>, detail::donates_params<I...>>(grads, state,
-                                                                                   params);
-    else
-      return {};
-  }
-
  private:
+  friend detail::optimizer<Sgd>;
+
+  static constexpr const char* name = "kax::optim::sgd";
+
   template <class G, class S, class P>
   static constexpr bool check() {
     static_assert(detail::is_sgd_state<S>::value,
@@ -140,11 +106,18 @@ struct Sgd {
     }
   }
 
+  template <std::size_t... I>
+  static constexpr bool check_donation() {
+    static_assert(detail::valid_step_donation<I...>,
+                  "kax::optim::sgd: step's donate_argnums indices are 1 (state) and 2 (params)");
+    return detail::valid_step_donation<I...>;
+  }
+
   // update once check() has passed: fresh arrays for the updates and the state.
   template <class G, class S>
   std::pair<G, S> update_impl(const G& grads, const S& state) const {
     if (has_momentum())
-      detail::check_extents("kax::optim::sgd", "state.trace", state.trace, "grads", grads);
+      detail::check_extents(name, "state.trace", state.trace, "grads", grads);
     G updates = detail::tree_empty_like(grads);
     S out{has_momentum() ? detail::tree_empty_like(state.trace) : state.trace};
     tree_for_each(
@@ -158,9 +131,9 @@ struct Sgd {
   // step once check() has passed; donated outputs share the inputs' buffers.
   template <bool DonateState, bool DonateParams, class G, class S, class P>
   std::pair<P, S> step_impl(const G& grads, const S& state, const P& params) const {
-    detail::check_extents("kax::optim::sgd", "grads", grads, "params", params);
+    detail::check_extents(name, "grads", grads, "params", params);
     if (has_momentum())
-      detail::check_extents("kax::optim::sgd", "state.trace", state.trace, "params", params);
+      detail::check_extents(name, "state.trace", state.trace, "params", params);
     P new_params = DonateParams ? params : detail::tree_empty_like(params);
     S out{(DonateState || !has_momentum()) ? state.trace : detail::tree_empty_like(state.trace)};
     tree_for_each(
@@ -195,7 +168,7 @@ struct Sgd {
 
 // optax.sgd(learning_rate, momentum=None, nesterov=False); momentum 0 means no trace.
 inline Sgd sgd(double learning_rate, double momentum = 0.0, bool nesterov = false) {
-  return Sgd{learning_rate, momentum, nesterov};
+  return Sgd{{}, learning_rate, momentum, nesterov};
 }
 
 }  // namespace kax::optim

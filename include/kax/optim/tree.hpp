@@ -21,7 +21,6 @@
 #include "kax/core/factories.hpp"
 #include "kax/exec/spaces.hpp"
 #include "kax/plan/elementwise_plan.hpp"
-#include "kax/transform/donate.hpp"
 #include "kax/core/detail/simd_warnings_off.hpp"  // after every other include
 
 namespace kax::optim {
@@ -248,14 +247,6 @@ struct add_kernel {
   T* out;
   KOKKOS_INLINE_FUNCTION void operator()(const std::size_t i) const { out[i] = p[i] + u[i]; }
 };
-
-// The donate_argnums indices an optimizer's step accepts: 1 (state) and 2 (params).
-template <std::size_t... I>
-inline constexpr bool valid_step_donation = ((I == 1 || I == 2) && ...);
-template <std::size_t... I>
-inline constexpr bool donates_state = ((I == 1) || ...);
-template <std::size_t... I>
-inline constexpr bool donates_params = ((I == 2) || ...);
 
 }  // namespace detail
 
