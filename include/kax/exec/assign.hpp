@@ -116,9 +116,7 @@ bool reads_traced(const E& e) {
     return e.trace != 0;
   } else {
     bool found = false;
-    auto visit = [&found](const auto& c) { found = found || reads_traced(c); };
-    if constexpr (requires { e.for_each_operand(visit); }) e.for_each_operand(visit);
-    else if constexpr (has_children<E>) e.for_each_child(visit);
+    visit_operands(e, [&found](const auto& c) { found = found || reads_traced(c); });
     return found;
   }
 }

@@ -30,6 +30,17 @@ struct plan_description {
 
 template <class E>
 concept has_children = requires(const E& e) { e.for_each_child([](const auto&) {}); };
+template <class E>
+concept has_operands = requires(const E& e) { e.for_each_operand([](const auto&) {}); };
+
+// Calls f on each operand of `e`, looking through materializations (their for_each_operand) as
+// well as other composite nodes (for_each_child); nothing for leaves.  For walks that must reach
+// every leaf of a graph (kax::grad's).
+template <class E, class F>
+void visit_operands(const E& e, F&& f) {
+  if constexpr (has_operands<E>) e.for_each_operand(f);
+  else if constexpr (has_children<E>) e.for_each_child(f);
+}
 
 // Stages run on `space` (the caller's execution space instance) where it can write the stage
 // buffers, so kax::eval(Kokkos::Serial{}, e) runs every kernel of `e` on Serial.

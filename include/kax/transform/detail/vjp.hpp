@@ -142,9 +142,7 @@ struct backward_context {
       return slot(e.trace) != nullptr;
     } else {
       bool found = false;
-      auto visit = [&](const auto& c) { found = found || reaches(c); };
-      if constexpr (requires { e.for_each_operand(visit); }) e.for_each_operand(visit);
-      else if constexpr (has_children<E>) e.for_each_child(visit);
+      visit_operands(e, [&](const auto& c) { found = found || reaches(c); });
       return found;
     }
   }
@@ -160,9 +158,7 @@ struct backward_context {
         frozen.push_back(st);
       }
     }
-    auto visit = [this](const auto& c) { freeze(c); };
-    if constexpr (requires { e.for_each_operand(visit); }) e.for_each_operand(visit);
-    else if constexpr (has_children<E>) e.for_each_child(visit);
+    visit_operands(e, [this](const auto& c) { freeze(c); });
   }
 
   // Evaluates `e` into `out` on the default execution space, reusing the frozen residuals.
@@ -303,7 +299,7 @@ void rule(backward_context&, const E&, const G&) {
 // constants: no cotangent flows into them, and no rule is instantiated for them.
 template <class E>
 inline constexpr bool constant_leaf =
-    !is_array_leaf<E>::value && !has_children<E> && !requires(const E& e) { e.for_each_operand([](const auto&) {}); };
+    !is_array_leaf<E>::value && !has_children<E> && !has_operands<E>;
 
 template <class E, class G>
 void backprop(backward_context& ctx, const E& node, const G& g) {
