@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #ifndef KOKKOS_VERSION
 #error "kax: Kokkos_Core.hpp did not define KOKKOS_VERSION"
@@ -21,12 +22,22 @@ namespace kmath = ::Kokkos::Experimental;
 #endif
 
 using default_execution_space = Kokkos::DefaultExecutionSpace;
-using default_memory_space = Kokkos::DefaultExecutionSpace::memory_space;
 using host_execution_space = Kokkos::DefaultHostExecutionSpace;
 
+// Where kax::Array allocates.  By default the default execution space's memory (device memory on
+// a GPU build: read it on the host through kax::to_host).  With KAX_MANAGED_MEMORY=1 on a CUDA
+// build, arrays live in CUDA managed memory (Kokkos::CudaUVMSpace): kernels still run on the GPU,
+// and host code may also read and write elements directly (the test suite's mode; docs/backends.md).
+#if defined(KAX_MANAGED_MEMORY) && KAX_MANAGED_MEMORY && defined(KOKKOS_ENABLE_CUDA)
+using default_memory_space = Kokkos::CudaUVMSpace;
+#else
+using default_memory_space = Kokkos::DefaultExecutionSpace::memory_space;
+#endif
+
 // True when kernels of the default execution space run on the host (OpenMP, Serial, Threads):
-// host kernels get `omp simd` inner loops and kax's vectorizable math.
+// host kernels get `omp simd` inner loops, kax's vectorizable math and Eigen's GEMM.  (Not the
+// same as "the host may read kax's arrays": managed memory is host-accessible too.)
 inline constexpr bool default_space_is_host =
-    Kokkos::SpaceAccessibility<Kokkos::HostSpace, default_memory_space>::accessible;
+    std::is_same_v<default_execution_space::memory_space, Kokkos::HostSpace>;
 
 }  // namespace kax

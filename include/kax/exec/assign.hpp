@@ -136,6 +136,10 @@ void evaluate_into_view(
   const shape<R> s = view_extents<std::remove_cvref_t<decltype(v)>, R>(v);
   const output_target<T, R> out{v.data(), to_multi_index(s), to_multi_index(row_major_strides(s)), true};
   evaluate_into<exec_space_for<MemorySpace>, MemorySpace>(exec_space_for<MemorySpace>{}, out, e);
+  // A GPU kernel writing memory the host may read (managed memory): the host may read the result
+  // as soon as this returns, as it may on a host build.
+  using space = exec_space_for<MemorySpace>;
+  if constexpr (!runs_on_host<space> && host_accessible<MemorySpace>) space{}.fence();
 }
 
 }  // namespace kax::detail

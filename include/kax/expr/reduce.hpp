@@ -100,7 +100,7 @@ struct ReduceExpr : expression_base, materialization_base {
   // and each output element is one inner reduction of a single block, output element o is work
   // item o of the reduction kernel with one element per item.
   std::optional<detail::row_stage> row_stage(std::size_t batch) const {
-    if constexpr (!host_accessible<default_memory_space> || rank == 0 || NR == 0) {
+    if constexpr (!default_space_is_host || rank == 0 || NR == 0) {
       (void)batch;
       return std::nullopt;
     } else {

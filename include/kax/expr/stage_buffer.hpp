@@ -70,7 +70,7 @@ struct stage_buffer {
         stamp(Kokkos::view_alloc(std::string("kax::stage stamp"), Kokkos::WithoutInitializing)),
         strides(to_multi_index(row_major_strides(s))) {
     stamp() = 0;  // set on the host: building an expression launches no kernel
-    if constexpr (host_accessible<memory_space>) advise_huge_pages(values.data(), values.span() * sizeof(T));
+    if constexpr (std::is_same_v<memory_space, Kokkos::HostSpace>) advise_huge_pages(values.data(), values.span() * sizeof(T));
   }
 
   // kax::grad keeps the forward pass's results for the backward pass (transform/grad.hpp): a

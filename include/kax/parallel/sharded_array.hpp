@@ -135,8 +135,9 @@ std::vector<Array<T, R>> blocks_of(const Array<T, R, Kokkos::HostSpace>& global,
 // blocks of this process's devices.
 template <element_dtype T, std::size_t R, class M>
 ShardedArray<T, R> device_put(const Array<T, R, M>& a, const NamedSharding& sharding) {
-  static_assert(host_accessible<default_memory_space>,
-                "kax::device_put(array, sharding): sharded arrays live in host memory in this version");
+  static_assert(host_accessible<default_memory_space> || sizeof(T) == 0,  // dependent: fires on use
+                "kax::device_put(array, sharding): sharded arrays live in host memory in this version; on a "
+                "GPU build use managed memory (KAX_MANAGED_MEMORY=1, docs/backends.md)");
   const auto h = to_host(a);  // a kax::Array is dense and row-major
   Kokkos::fence();
   return ShardedArray<T, R>(sharding, a.extents(),

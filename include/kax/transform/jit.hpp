@@ -283,6 +283,9 @@ class jitted {
 // kax::ShardedArray results.
 template <class F, class... Opt>
 auto jit(F f, Opt... opts) {
+  static_assert(host_accessible<default_memory_space> || sizeof(F) == 0,  // dependent: fires on use
+                "kax::jit: sharded arrays live in host memory in this version; on a GPU build use managed "
+                "memory (KAX_MANAGED_MEMORY=1, docs/backends.md)");
   static_assert(((detail::is_in_shardings<Opt>::value || detail::is_out_shardings<Opt>::value) && ...),
                 "kax::jit: options are kax::in_shardings(...) and kax::out_shardings(...)");
   static_assert(sizeof...(Opt) <= 2, "kax::jit: give in_shardings and out_shardings at most once each");

@@ -392,6 +392,9 @@ class shard_mapped {
 // kax::ShardedArray.
 template <class F, std::size_t NI, std::size_t NO>
 auto shard_map(F f, const Mesh& mesh, in_specs_t<NI> in, out_specs_t<NO> out) {
+  static_assert(host_accessible<default_memory_space> || NI == ~std::size_t{0},  // dependent: fires on use
+                "kax::shard_map: sharded arrays live in host memory in this version; on a GPU build use "
+                "managed memory (KAX_MANAGED_MEMORY=1, docs/backends.md)");
   return detail::shard_mapped<F, NI, NO>(std::move(f), mesh, std::move(in), std::move(out));
 }
 

@@ -111,7 +111,7 @@ struct ContractExpr : expression_base, materialization_base {
   // Decides whether (and how) the GEMM path applies.
   std::optional<gemm_roles> plan_gemm() const {
     if constexpr (!(std::is_same_v<promoted_type, float> || std::is_same_v<promoted_type, double>) ||
-                  !host_accessible<default_memory_space> || NL - NO != 1) {
+                  !default_space_is_host || NL - NO != 1) {
       return std::nullopt;
     } else {
       gemm_roles r;
@@ -175,7 +175,7 @@ struct ContractExpr : expression_base, materialization_base {
 
   std::optional<gemv_plan> plan_gemv() const {
     if constexpr (!(std::is_same_v<promoted_type, float> || std::is_same_v<promoted_type, double>) ||
-                  !host_accessible<default_memory_space> || NL - NO != 1) {
+                  !default_space_is_host || NL - NO != 1) {
       return std::nullopt;
     } else {
       if (!direct_operand(lhs().arg) || !direct_operand(rhs().arg)) return std::nullopt;
