@@ -3,20 +3,48 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 
 namespace kax {
 
+// Up to 64 characters, packed eight to a word.  Scalar members, not a char array: nvcc writes the
+// template arguments of every kernel it launches into generated host code, and spells a class
+// value's array member in a form g++ does not parse (kernels whose expression holds a collective,
+// CollectiveExpr<op, "i", ...>, would not compile on CUDA).
 template <std::size_t N>
 struct fixed_string {
-  char chars[N]{};
+  static_assert(N >= 1 && N <= 65, "kax::fixed_string: at most 64 characters");
+  std::uint64_t w0 = 0, w1 = 0, w2 = 0, w3 = 0, w4 = 0, w5 = 0, w6 = 0, w7 = 0;
 
   constexpr fixed_string(const char (&s)[N]) {  // NOLINT: implicit, so "ij->i" converts
-    for (std::size_t i = 0; i < N; ++i) chars[i] = s[i];
+    for (std::size_t i = 0; i + 1 < N; ++i) word(i / 8) |= std::uint64_t{static_cast<unsigned char>(s[i])} << (8 * (i % 8));
   }
+  // The form nvcc's generated code uses: the words, in order.
+  constexpr fixed_string(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d, std::uint64_t e,
+                         std::uint64_t f, std::uint64_t g, std::uint64_t h)
+      : w0(a), w1(b), w2(c), w3(d), w4(e), w5(f), w6(g), w7(h) {}
+
   // Length without the terminating NUL.
   static constexpr std::size_t size() { return N - 1; }
-  constexpr char operator[](std::size_t i) const { return chars[i]; }
-  constexpr const char* c_str() const { return chars; }
+  constexpr char operator[](std::size_t i) const {
+    return static_cast<char>((word_value(i / 8) >> (8 * (i % 8))) & 0xff);
+  }
+  std::string str() const {
+    std::string s(size(), '\0');
+    for (std::size_t i = 0; i < size(); ++i) s[i] = (*this)[i];
+    return s;
+  }
+
+ private:
+  constexpr std::uint64_t& word(std::size_t k) {
+    std::uint64_t* const w[] = {&w0, &w1, &w2, &w3, &w4, &w5, &w6, &w7};
+    return *w[k];
+  }
+  constexpr std::uint64_t word_value(std::size_t k) const {
+    const std::uint64_t w[] = {w0, w1, w2, w3, w4, w5, w6, w7};
+    return w[k];
+  }
 };
 
 // Whether two compile-time strings are equal (axis names: kax::pmap<"i"> and kax::psum<"i">).

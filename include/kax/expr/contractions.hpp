@@ -102,7 +102,7 @@ auto einsum(const X&... operands) {
     for (std::size_t a = 0; a < s.size(); ++a) {
       const std::size_t l = spec.labels[k][a];
       if (!le.add(l, s[a], spec.label_char[l] == '.'))
-        throw shape_error(std::string("kax::einsum<\"") + Subscripts.c_str() + "\">: size of label '" +
+        throw shape_error(std::string("kax::einsum<\"") + Subscripts.str() + "\">: size of label '" +
                           spec.label_char[l] + "' for operand " + std::to_string(k) + " (" +
                           std::to_string(s[a]) + ") does not match previous terms (" +
                           std::to_string(le.ext[l]) + "); operand shapes: " + shapes);

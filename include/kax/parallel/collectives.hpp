@@ -67,19 +67,19 @@ class axis_scope {
 
 template <fixed_string Name>
 std::string axis_name_string() {
-  return std::string(Name.c_str());
+  return Name.str();
 }
 
 template <fixed_string Name>
 const axis_binding& find_axis(const std::string& who) {
   const auto& stack = axis_bindings();
   for (auto it = stack.rbegin(); it != stack.rend(); ++it)
-    if (it->name == Name.c_str()) return *it;
+    if (it->name == Name.str()) return *it;
   std::string bound;
   for (const auto& b : stack) bound += (bound.empty() ? "" : ", ") + ("'" + b.name + "'");
-  throw error(who + ": unbound axis name '" + Name.c_str() + "' (use it inside kax::pmap<\"" + Name.c_str() +
-              "\">, kax::vmap(f, kax::axis_name<\"" + Name.c_str() + "\">) or a kax::shard_map over a mesh with axis '" +
-              Name.c_str() + "'; bound here: " +
+  throw error(who + ": unbound axis name '" + Name.str() + "' (use it inside kax::pmap<\"" + Name.str() +
+              "\">, kax::vmap(f, kax::axis_name<\"" + Name.str() + "\">) or a kax::shard_map over a mesh with axis '" +
+              Name.str() + "'; bound here: " +
               (bound.empty() ? "none" : bound) + ")");
 }
 
@@ -111,7 +111,7 @@ constexpr collective_kind kind_of(collective_op op) {
 
 template <collective_op Op, fixed_string Name>
 std::string collective_who() {
-  return std::string(collective_op_name(Op)) + "<\"" + Name.c_str() + "\">";
+  return std::string(collective_op_name(Op)) + "<\"" + Name.str() + "\">";
 }
 
 // A collective over axis Name of an operand E.  Under pmap it is a materialization point: its
@@ -121,6 +121,12 @@ struct CollectiveExpr : expression_base, materialization_base {
   using value_type = value_type_of<E>;
   static constexpr std::size_t arg_rank = rank_of<E>;
   static constexpr collective_op op = Op;
+  // The template arguments, for code that recognizes a collective by these members
+  // (collective_node) instead of deducing them: nvcc cannot deduce a fixed_string argument.
+  static constexpr auto name = Name;
+  static constexpr bool tiled = Tiled;
+  using operand_type = E;
+  static constexpr bool is_collective_node = true;
   static constexpr bool stacks = Op == collective_op::all_gather && !Tiled;
   static constexpr std::size_t rank = stacks ? arg_rank + 1 : arg_rank;
   static_assert(dtype<value_type>, "kax collectives: the operand must have an arithmetic dtype");
@@ -205,7 +211,7 @@ struct CollectiveExpr : expression_base, materialization_base {
   void compute_into(const Space& space, value_type* out, std::uint64_t epoch) const {
     const std::string who = collective_who<Op, Name>();
     if (!binding.group)
-      throw error(who + ": the axis '" + std::string(Name.c_str()) +
+      throw error(who + ": the axis '" + Name.str() +
                   "' is bound by kax::vmap, which rewrites the collective before evaluation; this value escaped it");
     detail::prepare(arg, epoch, space);
     const shape<arg_rank> in_shape = arg.extents();
@@ -250,7 +256,24 @@ struct CollectiveExpr : expression_base, materialization_base {
   }
 
  private:
+  // `in` and `out` are in the default memory space.  The exchange itself (shared memory among
+  // a process's devices, then MPI) reads and writes host memory: on a GPU build both sides pass
+  // through host copies (one device per process there, so this is the MPI path's staging).
   void exchange(const value_type* in, value_type* out, const collective_header& h) const {
+    if constexpr (host_accessible<default_memory_space>) {
+      exchange_host(in, out, h);
+    } else {
+      using host_view = Kokkos::View<value_type*, Kokkos::HostSpace>;
+      using device_view = Kokkos::View<value_type*, default_memory_space, Kokkos::MemoryUnmanaged>;
+      const std::size_t out_count = size_of(ext);
+      host_view hin(Kokkos::ViewAllocateWithoutInitializing("kax::collective staging"), h.count);
+      host_view hout(Kokkos::ViewAllocateWithoutInitializing("kax::collective staging"), out_count);
+      Kokkos::deep_copy(hin, device_view(const_cast<value_type*>(in), h.count));
+      exchange_host(hin.data(), hout.data(), h);
+      Kokkos::deep_copy(device_view(out, out_count), hout);
+    }
+  }
+  void exchange_host(const value_type* in, value_type* out, const collective_header& h) const {
     axis_group& g = *binding.group;
     const int d = binding.device;
     if constexpr (Op == collective_op::all_gather) {
@@ -272,9 +295,6 @@ struct CollectiveExpr : expression_base, materialization_base {
 template <collective_op Op, fixed_string Name, bool Tiled = false, class X>
 auto make_collective(const X& x, std::vector<permute_pair> perm = {}, int source = 0) {
   auto e = as_expr(x);
-  static_assert(host_accessible<default_memory_space>,
-                "kax collectives: this build's default memory space is not host memory; GPU collectives come with "
-                "the GPU backend issue");
   const axis_binding& b = find_axis<Name>(collective_who<Op, Name>());
   return CollectiveExpr<Op, Name, decltype(e), Tiled>(std::move(e), b, std::move(perm), source);
 }
@@ -283,6 +303,8 @@ auto make_collective(const X& x, std::vector<permute_pair> perm = {}, int source
 // name, a placeholder that vmap replaces by 0, 1, ..., B-1 along the batch.
 template <fixed_string Name>
 struct AxisIndexExpr : ScalarExpr<std::int32_t, false> {
+  static constexpr auto name = Name;
+  static constexpr bool is_axis_index_node = true;  // see axis_index_node
   std::size_t vmap_size = 0;  // nonzero: bound by a vmap
   AxisIndexExpr(std::int32_t v, std::size_t vmapped) : ScalarExpr<std::int32_t, false>(v), vmap_size(vmapped) {}
 };
@@ -334,7 +356,7 @@ auto pbroadcast(const X& x, int source = 0) {
 // lax.axis_index("i"): this device's index along the axis, an int32 scalar.
 template <fixed_string Name>
 auto axis_index() {
-  const detail::axis_binding& b = detail::find_axis<Name>(std::string("kax::axis_index<\"") + Name.c_str() + "\">");
+  const detail::axis_binding& b = detail::find_axis<Name>(std::string("kax::axis_index<\"") + Name.str() + "\">");
   const std::int32_t v = b.group ? static_cast<std::int32_t>(b.group->global_index(b.device)) : 0;
   return detail::AxisIndexExpr<Name>(v, b.group ? 0 : b.vmap_size);
 }

@@ -45,16 +45,19 @@ struct axis_size {
 template <fixed_string Name>
 struct axis_name_t {
   static constexpr auto name = Name;
+  static constexpr bool is_axis_name_option = true;  // see detail::is_axis_name
 };
 template <fixed_string Name>
 inline constexpr axis_name_t<Name> axis_name{};
 
 namespace detail {
 
+// By a member, not by a partial specialization on axis_name_t<Name>: nvcc's front end cannot
+// deduce a class-type (fixed_string) template argument.
 template <class A>
-struct is_axis_name : std::false_type {};
-template <fixed_string Name>
-struct is_axis_name<axis_name_t<Name>> : std::true_type {};
+concept axis_name_option = requires { A::is_axis_name_option; };
+template <class A>
+struct is_axis_name : std::bool_constant<axis_name_option<A>> {};
 
 // The stored form of one entry: integers become long, none and nested specs stay as they are.
 template <class A>

@@ -65,12 +65,10 @@ auto donation_of(const O&, const Rest&... rest) {
 template <fixed_string Name, class E>
 void check_axis_names(const E& e) {
   using N = std::remove_cvref_t<E>;
-  if constexpr (requires { N::op; typename N::value_type; e.binding; }) {
-    [&]<collective_op Op, fixed_string Other, class A, bool T>(const CollectiveExpr<Op, Other, A, T>&) {
-      static_assert(same_string<Other, Name>(),
-                    "kax::pmap: the function uses a collective over an axis name that this pmap does not bind "
-                    "(kax::pmap<\"i\"> binds only \"i\"; JAX: unbound axis name)");
-    }(e);
+  if constexpr (collective_node<N>) {
+    static_assert(same_string<N::name, Name>(),
+                  "kax::pmap: the function uses a collective over an axis name that this pmap does not bind "
+                  "(kax::pmap<\"i\"> binds only \"i\"; JAX: unbound axis name)");
   }
   if constexpr (requires { e.for_each_child([](const auto&) {}); })
     e.for_each_child([](const auto& c) { check_axis_names<Name>(c); });
@@ -125,7 +123,7 @@ class pmapped {
 
   template <class... Args>
   auto operator()(const Args&... args) const {
-    const std::string who = std::string("kax::pmap<\"") + Name.c_str() + "\">";
+    const std::string who = std::string("kax::pmap<\"") + Name.str() + "\">";
     if constexpr (!std::is_same_v<In, all_leading_t>) {
       static_assert(std::tuple_size_v<std::remove_cvref_t<decltype(entries_of(in_))>> == sizeof...(Args),
                     "kax::pmap: in_axes must have one entry per argument of the call");
@@ -153,7 +151,7 @@ class pmapped {
       std::vector<Own> own(n);
 
       auto net = process_count() > 1 ? cross_process_hook() : nullptr;
-      auto group = std::make_shared<axis_group>(std::string(Name.c_str()), static_cast<int>(n), collective_timeout_limit(), net);
+      auto group = std::make_shared<axis_group>(Name.str(), static_cast<int>(n), collective_timeout_limit(), net);
       std::vector<std::exception_ptr> failures(n);
       using Shapes = decltype(shape_lists(slots));
       Shapes shapes = shape_lists(slots);
@@ -164,7 +162,7 @@ class pmapped {
 
       exec::run_tasks(n, [&](std::size_t d) {
         try {
-          const axis_scope bound(axis_binding{std::string(Name.c_str()), group, static_cast<int>(d), 0});
+          const axis_scope bound(axis_binding{Name.str(), group, static_cast<int>(d), 0});
           auto y = as_tuple(std::invoke(f_, device_arg(args, spec(std::integral_constant<std::size_t, I>{}), d)...));
           auto exprs = std::apply([](const auto&... e) { return std::make_tuple(as_expr(e)...); }, y);
           std::apply([](const auto&... e) { (check_axis_names<Name>(e), ...); }, exprs);

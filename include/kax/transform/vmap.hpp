@@ -219,6 +219,12 @@ auto place_all_outputs(batch_context<Tag>& ctx, const Y& y, const S& spec) {
   }
 }
 
+// kax::grad(f)'s callable (transform/grad.hpp), which vmap hands the batch to (per-example
+// gradients).  A named concept: nvcc's front end misjudges this requires-expression when it is
+// written inline in vmapped's call operator.
+template <class F>
+concept grad_callable = requires { F::is_grad_function; };
+
 template <class F, class In, class Out, class AxisName = void>
 class vmapped {
  public:
@@ -244,7 +250,7 @@ class vmapped {
        ...);
       batch_context<Tag> ctx;
       ctx.size = common_batch_size(axes, size_);
-      if constexpr (requires { F::is_grad_function; }) {
+      if constexpr (grad_callable<F>) {
         // vmap(grad(f)): per-example gradients, computed eagerly by kax::grad (transform/grad.hpp).
         static_assert(std::is_same_v<Out, leading_axis_t>,
                       "kax::vmap(kax::grad(f)): out_axes other than 0 are not supported");
@@ -258,7 +264,7 @@ class vmapped {
                     "them (see the errors that follow)");
       // Collectives over this vmap's axis name find it while f builds its graph.
       std::optional<axis_scope> bound;
-      if constexpr (!std::is_void_v<AxisName>) bound.emplace(axis_binding{std::string(AxisName::name.c_str()), nullptr, 0, ctx.size});
+      if constexpr (!std::is_void_v<AxisName>) bound.emplace(axis_binding{AxisName::name.str(), nullptr, 0, ctx.size});
       auto y = std::invoke(f_, placeholder<Tag>(args, spec(std::integral_constant<std::size_t, I>{}))...);
       bound.reset();
       return place_all_outputs(ctx, y, out_);

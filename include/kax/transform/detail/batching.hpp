@@ -155,9 +155,17 @@ shape<R + 1> with_batch(std::size_t b, const shape<R>& s) {
 
 // ---- rules ------------------------------------------------------------------------------------
 
+// Collectives and axis_index (parallel/collectives.hpp; their rules are in
+// collective_batching.hpp), recognized by members rather than by deducing their axis-name
+// argument: nvcc's front end cannot deduce a class-type (fixed_string) template argument.
+template <class E>
+concept collective_node = requires { E::is_collective_node; };
+template <class E>
+concept axis_index_node = requires { E::is_axis_index_node; };
+
 // Leaves (arrays, scalars, an outer vmap's placeholders): constant along this batch.
 template <class Tag, expression E>
-  requires(!has_children<E> && !materialization<E>)
+  requires(!has_children<E> && !materialization<E> && !axis_index_node<E>)
 auto batch_node(batch_context<Tag>&, const E& e) {
   return make_batched<false>(e);
 }

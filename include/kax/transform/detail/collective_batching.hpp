@@ -46,8 +46,12 @@ auto over_batch(Red&& reduce, const B& b) {
   return BroadcastToExpr<decltype(r), rank_of<B>>(std::move(r), b.extents());
 }
 
-template <class Tag, collective_op Op, fixed_string Name, class E, bool Tiled>
-auto batch_node(batch_context<Tag>& ctx, const CollectiveExpr<Op, Name, E, Tiled>& c) {
+template <class Tag, collective_node C>
+auto batch_node(batch_context<Tag>& ctx, const C& c) {
+  constexpr collective_op Op = C::op;
+  constexpr auto Name = C::name;
+  constexpr bool Tiled = C::tiled;
+  using E = typename C::operand_type;
   using Ctx = batch_context<Tag>;
   using A = batch_t<Ctx, E>;
   using T = value_type_of<E>;
@@ -124,9 +128,9 @@ auto batch_node(batch_context<Tag>& ctx, const CollectiveExpr<Op, Name, E, Tiled
   }
 }
 
-template <class Tag, fixed_string Name>
-auto batch_node(batch_context<Tag>& ctx, const AxisIndexExpr<Name>& a) {
-  if constexpr (tag_binds<Tag, Name>()) {
+template <class Tag, axis_index_node A>
+auto batch_node(batch_context<Tag>& ctx, const A& a) {
+  if constexpr (tag_binds<Tag, A::name>()) {
     const Array<std::int32_t, 1> idx = arange<std::int32_t>(0, static_cast<std::int32_t>(ctx.size), 1);
     return make_batched<true>(idx.as_leaf());
   } else {
