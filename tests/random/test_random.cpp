@@ -28,8 +28,8 @@ std::vector<std::uint32_t> words(const std::string& name) {
   return out;
 }
 
-template <class T, std::size_t R>
-std::vector<T> values(const kax::Array<T, R>& a) {
+template <class T, std::size_t R, class M>
+std::vector<T> values(const kax::Array<T, R, M>& a) {  // any memory space (eval on Serial: host)
   return kax::to_vector(a);
 }
 
