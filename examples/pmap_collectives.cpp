@@ -13,7 +13,7 @@
 //    its gradient, and the devices average the gradients with pmean before the identical update.
 // 4. pmap of vmap: devices × examples, with a collective over each axis.
 // Devices are host devices (KAX_HOST_DEVICES=N, default 1) and, built with MPI
-// (pmap_collectives_mpi, run under mpirun), the devices of every process.  The example checks its
+// (built with MPI where it is found, run under mpirun), the devices of every process.  The example checks its
 // results against plain loops and exits non-zero on a mismatch.
 #include <cmath>
 #include <cstdio>

@@ -13,7 +13,7 @@
 // 4. The same with kax::jit: whole-array functions and shardings; kax partitions them and inserts
 //    the psum of part 2 itself.
 // Devices are host devices: 4 unless KAX_HOST_DEVICES says otherwise; built with MPI
-// (sharded_attention_mpi, run under mpirun -np 2 with KAX_HOST_DEVICES=2), the mesh spans both
+// (built with MPI where it is found, run under mpirun -np 2 with KAX_HOST_DEVICES=2), the mesh spans both
 // processes.  Every part checks its result against naive loops (and part 3 against the unsharded
 // kax evaluation), prints the largest error, and the program exits non-zero on a mismatch.
 #include <algorithm>
