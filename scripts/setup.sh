@@ -59,18 +59,26 @@ fetch_kokkos_source() {
   fi
 }
 
+# install_kokkos SRC BUILD PREFIX CMAKE_ARGS...: configures (Release, C++17, PIC, no tests or
+# examples), builds and installs the Kokkos in SRC into PREFIX, marks PREFIX complete and removes
+# the build directory.  Runs in $cache/src.
+install_kokkos() {
+  local src=$1 build=$2 dest=$3; shift 3
+  rm -rf "$build"
+  cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_STANDARD=17 \
+    -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_INSTALL_PREFIX="$dest" \
+    -DKokkos_ENABLE_TESTS=OFF -DKokkos_ENABLE_EXAMPLES=OFF "$@" >&2
+  cmake --build "$build" -j"$(nproc)" >&2
+  cmake --install "$build" >&2
+  touch "$dest/.kax-complete"
+  rm -rf "$build"
+}
+
 build_openmp() {
   fetch_kokkos_source
   log "building Kokkos with OpenMP + Serial into $prefix"
-  rm -rf build-openmp
-  cmake -S kokkos -B build-openmp -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_COMPILER=g++ -DCMAKE_CXX_STANDARD=17 -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
-    -DCMAKE_INSTALL_PREFIX="$prefix" -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_SERIAL=ON \
-    -DKokkos_ENABLE_TESTS=OFF -DKokkos_ENABLE_EXAMPLES=OFF >&2
-  cmake --build build-openmp -j"$(nproc)" >&2
-  cmake --install build-openmp >&2
-  touch "$prefix/.kax-complete"
-  rm -rf build-openmp
+  install_kokkos kokkos build-openmp "$prefix" -DCMAKE_CXX_COMPILER=g++ \
+    -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_SERIAL=ON
   log "Kokkos (OpenMP) installed at $prefix"
 }
 
@@ -138,16 +146,10 @@ build_cuda() {
   rm -rf kokkos-cuda build-cuda
   cp -r kokkos kokkos-cuda
   patch_kokkos_for_cuda "$PWD/kokkos-cuda"
-  PATH=$cuda_home/bin:$PATH cmake -S kokkos-cuda -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_COMPILER="$PWD/kokkos-cuda/bin/nvcc_wrapper" -DCMAKE_CXX_STANDARD=17 \
-    -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_INSTALL_PREFIX="$cuda_prefix" \
-    -DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ENABLE_OPENMP=ON \
-    -DKokkos_ENABLE_SERIAL=ON "-DKokkos_ARCH_$arch=ON" \
-    -DKokkos_ENABLE_TESTS=OFF -DKokkos_ENABLE_EXAMPLES=OFF >&2
-  PATH=$cuda_home/bin:$PATH cmake --build build-cuda -j"$(nproc)" >&2
-  cmake --install build-cuda >&2
-  touch "$cuda_prefix/.kax-complete"
-  rm -rf build-cuda
+  PATH=$cuda_home/bin:$PATH install_kokkos kokkos-cuda build-cuda "$cuda_prefix" \
+    -DCMAKE_CXX_COMPILER="$PWD/kokkos-cuda/bin/nvcc_wrapper" -DKokkos_ENABLE_CUDA=ON \
+    -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_SERIAL=ON \
+    "-DKokkos_ARCH_$arch=ON"
   log "Kokkos (CUDA) installed at $cuda_prefix"
 }
 
