@@ -398,6 +398,46 @@ TEST_CASE("matmul of 1000 small batches runs the batches in parallel and matches
   require_values(kax::Array<float, 3>(kax::einsum<"...ij,...jk->...ik">(a, b)), reference(batch_a, batch_b));
 }
 
+TEMPLATE_TEST_CASE("batched matmuls of every small size, square or not, plain or transposed, match naive loops",
+                   "[matmul][gemm]", float, double) {
+  using T = TestType;
+  // 37 batches: several runs of batches per thread with a short last one.  Small integers: exact.
+  constexpr std::size_t nb = 37;
+  auto batch = [](std::size_t r, std::size_t c, int seed) {
+    std::vector<T> v(nb * r * c);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<T>(static_cast<int>((i * 7 + static_cast<std::size_t>(seed) * 13 + i / 5) % 11) - 5);
+    return kax::from<T, 3>(v, {nb, r, c});
+  };
+  // Row-major (nb, m, k) @ (nb, k, n); `ta` / `tb`: the stored operand is (nb, k, m) / (nb, n, k).
+  auto reference = [](const kax::Array<T, 3>& a, const kax::Array<T, 3>& b, std::size_t m, std::size_t k,
+                      std::size_t n, bool ta, bool tb) {
+    const std::vector<T> va = kax::to_vector(a), vb = kax::to_vector(b);
+    std::vector<double> c(nb * m * n);
+    for (std::size_t p = 0; p < nb; ++p)
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t j = 0; j < n; ++j) {
+          double acc = 0;
+          for (std::size_t l = 0; l < k; ++l)
+            acc += double(va[p * m * k + (ta ? l * m + i : i * k + l)]) * double(vb[p * k * n + (tb ? j * k + l : l * n + j)]);
+          c[(p * m + i) * n + j] = acc;
+        }
+    return c;
+  };
+  for (std::size_t m = 1; m <= 16; ++m) {
+    INFO("m = " << m);
+    const auto a = batch(m, m, 1), b = batch(m, m, 2);
+    require_values(kax::Array<T, 3>(kax::matmul(a, b)), reference(a, b, m, m, m, false, false));
+    require_values(kax::Array<T, 3>(kax::einsum<"bji,bjk->bik">(a, b)), reference(a, b, m, m, m, true, false));
+    require_values(kax::Array<T, 3>(kax::einsum<"bij,bkj->bik">(a, b)), reference(a, b, m, m, m, false, true));
+    const std::size_t k = m % 5 + 1, n = 17 - m;  // not square
+    const auto c = batch(m, k, 3), d = batch(k, n, 4);
+    require_values(kax::Array<T, 3>(kax::matmul(c, d)), reference(c, d, m, k, n, false, false));
+  }
+  REQUIRE_THAT(kax::plan_of(kax::matmul(batch(8, 8, 1), batch(8, 8, 2))),
+               Contains("small-matrix loop, 37 batches of 8x8 @ 8x8"));
+}
+
 // ---- 4. dot: NumPy's rules ---------------------------------------------------------------------
 
 TEMPLATE_TEST_CASE("dot follows NumPy's rules for vectors, matrices, higher ranks and scalars", "[dot]", float,
