@@ -811,24 +811,29 @@ TEST_CASE("einsum with a trailing unit batch axis in the output matches naive lo
 TEMPLATE_TEST_CASE("a matrix times a vector takes the row-dot kernel and matches naive loops", "[dot][gemv]",
                    float, double) {
   using T = TestType;
-  const std::size_t M = 37, K = 300;  // K > the kernel's lane count, with a tail
-  const auto a = filled<T>(M, K, 5);
-  const auto w_col = filled<T>(K, 1, 6);
-  const auto w = kax::Array<T, 1>(kax::reshape(w_col, {static_cast<long>(K)}));
-  std::vector<double> want(M, 0.0);
-  for (std::size_t i = 0; i < M; ++i)
-    for (std::size_t k = 0; k < K; ++k) want[i] += static_cast<double>(a(i, k)) * static_cast<double>(w_col(k, 0));
-  // (M, K) @ (K,), (M, K) @ (K, 1), and the vector on the left ("k,ik->i").
-  REQUIRE_THAT(kax::plan_of(kax::dot(a, w)), Contains("kax::gemv<"));
-  require_values(kax::Array<T, 1>(kax::dot(a, w)), want);
-  REQUIRE_THAT(kax::plan_of(kax::dot(a, w_col)), Contains("kax::gemv<"));
-  require_values(kax::Array<T, 2>(kax::dot(a, w_col)), want);
-  const auto left = kax::einsum<"k,ik->i">(w, a);
-  REQUIRE_THAT(kax::plan_of(left), Contains("kax::gemv<"));
-  require_values(kax::Array<T, 1>(left), want);
-  // A transposed matrix is not contiguous along K: the generic kernel, same values.
-  const auto at = kax::Array<T, 2>(kax::transpose(a));
-  const auto via_t = kax::einsum<"ki,k->i">(at, w);
-  REQUIRE_THAT(kax::plan_of(via_t), !Contains("kax::gemv<"));
-  require_values(kax::Array<T, 1>(via_t), want);
+  const std::size_t M = 37;
+  // K below the kernel's lane count (the tail alone), a multiple of it (no tail), and above it
+  // with a tail.
+  for (const std::size_t K : {std::size_t{5}, std::size_t{64}, std::size_t{300}}) {
+    CAPTURE(K);
+    const auto a = filled<T>(M, K, 5);
+    const auto w_col = filled<T>(K, 1, 6);
+    const auto w = kax::Array<T, 1>(kax::reshape(w_col, {static_cast<long>(K)}));
+    std::vector<double> want(M, 0.0);
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t k = 0; k < K; ++k) want[i] += static_cast<double>(a(i, k)) * static_cast<double>(w_col(k, 0));
+    // (M, K) @ (K,), (M, K) @ (K, 1), and the vector on the left ("k,ik->i").
+    REQUIRE_THAT(kax::plan_of(kax::dot(a, w)), Contains("kax::gemv<"));
+    require_values(kax::Array<T, 1>(kax::dot(a, w)), want);
+    REQUIRE_THAT(kax::plan_of(kax::dot(a, w_col)), Contains("kax::gemv<"));
+    require_values(kax::Array<T, 2>(kax::dot(a, w_col)), want);
+    const auto left = kax::einsum<"k,ik->i">(w, a);
+    REQUIRE_THAT(kax::plan_of(left), Contains("kax::gemv<"));
+    require_values(kax::Array<T, 1>(left), want);
+    // A transposed matrix is not contiguous along K: the generic kernel, same values.
+    const auto at = kax::Array<T, 2>(kax::transpose(a));
+    const auto via_t = kax::einsum<"ki,k->i">(at, w);
+    REQUIRE_THAT(kax::plan_of(via_t), !Contains("kax::gemv<"));
+    require_values(kax::Array<T, 1>(via_t), want);
+  }
 }

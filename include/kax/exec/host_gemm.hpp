@@ -272,9 +272,18 @@ void run_gemm(const ExecSpace& space, const gemm_problem<T>& g) {
   }
 }
 
+// acc[l] += acc[l + S] for l < S, then S/2, ..., 1: the sum of 2S lanes in acc[0].
+template <std::size_t S, class T>
+[[gnu::always_inline]] inline void fold_lanes(T* acc) {
+#pragma omp simd
+  for (std::size_t l = 0; l < S; ++l) acc[l] += acc[l + S];
+  if constexpr (S > 1) fold_lanes<S / 2>(acc);
+}
+
 // y[r * y_stride] = sum_j a[r * a_rs + j] * x[j] for r < m: a matrix-vector product whose matrix
 // rows and vector are contiguous.  Rows are grouped ~4096 elements per work item; each row is
-// reduced in L fixed lanes folded pairwise, so the result does not depend on the thread count.
+// reduced in L fixed lanes folded pairwise, then its tail, so the result does not depend on
+// the thread count.
 template <class T>
 struct gemv_kernel {
   static constexpr std::size_t L = 128 / sizeof(T);  // two 64-byte vectors of accumulators
@@ -297,10 +306,16 @@ struct gemv_kernel {
 #pragma omp simd
         for (std::size_t l = 0; l < L; ++l) acc[l] += ar[j + l] * xv[j + l];
       }
-      for (std::size_t l = 0; j < k; ++j, ++l) acc[l] += ar[j] * xv[j];
-      for (std::size_t s = L / 2; s > 0; s /= 2)
-        for (std::size_t l = 0; l < s; ++l) acc[l] += acc[l + s];
-      y[static_cast<std::ptrdiff_t>(r) * y_stride] = acc[0];
+      // The lanes fold pairwise and the tail (k % L elements) sums apart, all with constant
+      // indices: indexing acc by a run-time lane would keep it in memory, a store and reload per
+      // step of the main loop.
+      fold_lanes<L / 2>(acc);
+      T sum = acc[0];
+      if (j < k) {
+#pragma omp simd reduction(+ : sum)
+        for (std::size_t t = j; t < k; ++t) sum += ar[t] * xv[t];
+      }
+      y[static_cast<std::ptrdiff_t>(r) * y_stride] = sum;
     }
   }
 };

@@ -58,13 +58,18 @@ struct strided_host_kernel {
   bool rows = true;  // rows_exact(expr): false reads through generic rows
 
   void operator()(const std::int64_t w) const {
-    std::size_t row = static_cast<std::size_t>(w) / pieces;
-    const std::size_t piece = static_cast<std::size_t>(w) % pieces;
+    // Integer division is tens of cycles: none for a whole row (pieces == 1) of a rank-2 result.
+    std::size_t row = static_cast<std::size_t>(w), piece = 0;
+    if (pieces != 1) {
+      piece = row % pieces;
+      row /= pieces;
+    }
     multi_index<R> idx{};
-    for (std::size_t k = R - 1; k-- > 0;) {
+    for (std::size_t k = R - 1; k-- > 1;) {
       idx[k] = row % out.ext[k];
       row /= out.ext[k];
     }
+    if constexpr (R > 1) idx[0] = row;
     const std::size_t last = out.ext[R - 1];
     const std::size_t begin = piece * piece_len;
     const std::size_t end = begin + piece_len < last ? begin + piece_len : last;
