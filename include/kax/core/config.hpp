@@ -34,10 +34,16 @@ using default_memory_space = Kokkos::CudaUVMSpace;
 using default_memory_space = Kokkos::DefaultExecutionSpace::memory_space;
 #endif
 
-// True when kernels of the default execution space run on the host (OpenMP, Serial, Threads):
-// host kernels get `omp simd` inner loops, kax's vectorizable math and Eigen's GEMM.  (Not the
-// same as "the host may read kax's arrays": managed memory is host-accessible too.)
-inline constexpr bool default_space_is_host =
-    std::is_same_v<default_execution_space::memory_space, Kokkos::HostSpace>;
+namespace detail {
+// True when kernels of ExecSpace run on the host (OpenMP, Serial, Threads): host kernels get
+// chunked ranges with `omp simd` inner loops, kax's vectorizable math and Eigen's GEMM; others get
+// one index per thread.  (Not the same as "the host may read kax's arrays": managed memory is
+// host-accessible too.)
+template <class ExecSpace>
+inline constexpr bool runs_on_host = std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
+}  // namespace detail
+
+// Whether the default execution space's kernels run on the host (detail::runs_on_host).
+inline constexpr bool default_space_is_host = detail::runs_on_host<default_execution_space>;
 
 }  // namespace kax

@@ -17,9 +17,9 @@ struct fixed_string {
   static_assert(N >= 1 && N <= 65, "kax::fixed_string: at most 64 characters");
   std::uint64_t w0 = 0, w1 = 0, w2 = 0, w3 = 0, w4 = 0, w5 = 0, w6 = 0, w7 = 0;
 
-  constexpr fixed_string(const char (&s)[N]) {  // NOLINT: implicit, so "ij->i" converts
-    for (std::size_t i = 0; i + 1 < N; ++i) word(i / 8) |= std::uint64_t{static_cast<unsigned char>(s[i])} << (8 * (i % 8));
-  }
+  constexpr fixed_string(const char (&s)[N])  // NOLINT: implicit, so "ij->i" converts
+      : w0(pack(s, 0)), w1(pack(s, 1)), w2(pack(s, 2)), w3(pack(s, 3)), w4(pack(s, 4)), w5(pack(s, 5)),
+        w6(pack(s, 6)), w7(pack(s, 7)) {}
   // The form nvcc's generated code uses: the words, in order.
   constexpr fixed_string(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d, std::uint64_t e,
                          std::uint64_t f, std::uint64_t g, std::uint64_t h)
@@ -37,9 +37,12 @@ struct fixed_string {
   }
 
  private:
-  constexpr std::uint64_t& word(std::size_t k) {
-    std::uint64_t* const w[] = {&w0, &w1, &w2, &w3, &w4, &w5, &w6, &w7};
-    return *w[k];
+  // Word k of s: characters 8k .. 8k+7, the first in the lowest byte.
+  static constexpr std::uint64_t pack(const char (&s)[N], std::size_t k) {
+    std::uint64_t w = 0;
+    for (std::size_t i = 8 * k; i < 8 * k + 8 && i + 1 < N; ++i)
+      w |= std::uint64_t{static_cast<unsigned char>(s[i])} << (8 * (i % 8));
+    return w;
   }
   constexpr std::uint64_t word_value(std::size_t k) const {
     const std::uint64_t w[] = {w0, w1, w2, w3, w4, w5, w6, w7};

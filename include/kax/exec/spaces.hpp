@@ -7,10 +7,7 @@
 
 namespace kax::detail {
 
-// Host spaces (OpenMP, Serial, Threads) get chunked, `omp simd` kernels; others one index per thread.
-template <class ExecSpace>
-inline constexpr bool runs_on_host =
-    std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
+// runs_on_host<ExecSpace> (host spaces get chunked, `omp simd` kernels) is in core/config.hpp.
 
 // The execution space that can write memory of `MemorySpace` (default space, else the host's).
 template <class MemorySpace>

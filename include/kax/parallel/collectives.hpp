@@ -66,11 +66,6 @@ class axis_scope {
 };
 
 template <fixed_string Name>
-std::string axis_name_string() {
-  return Name.str();
-}
-
-template <fixed_string Name>
 const axis_binding& find_axis(const std::string& who) {
   const auto& stack = axis_bindings();
   for (auto it = stack.rbegin(); it != stack.rend(); ++it)
