@@ -368,3 +368,32 @@ TEST_CASE("incompatible broadcast shapes throw shape_error", "[expr][broadcast]"
   REQUIRE_THROWS_AS(a + b, kax::shape_error);
   REQUIRE_THROWS_AS(kax::where(a > 0.0, a, kax::zeros<double>(2, 1)), kax::shape_error);
 }
+
+// The host's strided kernel runs several rows per work item, stepping the index from row to
+// row across the leading axes, and splits long rows into pieces when there are few of them:
+// shapes with short rows, row counts that are not a multiple of a work item's rows, carries
+// across the first axis, and few long rows, against a naive loop over multi-indices.
+TEST_CASE("broadcasting over many short rows and few long ones matches a naive loop", "[expr][broadcast]") {
+  const std::size_t shapes[][3] = {{7, 129, 1}, {3, 1000, 3}, {5, 77, 16}, {2, 3, 700}, {1, 2, 3000}, {33, 31, 5}};
+  for (const auto& s : shapes) {
+    const std::size_t p = s[0], q = s[1], r = s[2];
+    CAPTURE(p, q, r);
+    // x (p, q, r); u (q, 1) broadcasts along the rows; v (r,) broadcasts across them; t is read
+    // through a transpose, (r, q, p) -> (p, q, r), so none of its rows is contiguous.
+    const auto xv = values<double>(p * q * r, -2, 2, 11), uv = values<double>(q, -1, 1, 12),
+               vv = values<double>(r, -1, 1, 13), tv = values<double>(r * q * p, -3, 3, 14);
+    const auto x = kax::from<double, 3>(xv, {p, q, r});
+    const auto u = kax::from<double, 2>(uv, {q, 1});
+    const auto v = kax::from<double, 1>(vv, {r});
+    const auto t = kax::from<double, 3>(tv, {r, q, p});
+    kax::Array<double, 3> y = x * u + kax::sin(v) - kax::transpose(t);
+    REQUIRE(y.extents() == kax::shape<3>{p, q, r});
+    const auto got = kax::to_vector(y);
+    for (std::size_t i = 0; i < p; ++i)
+      for (std::size_t j = 0; j < q; ++j)
+        for (std::size_t k = 0; k < r; ++k) {
+          const double want = xv[(i * q + j) * r + k] * uv[j] + std::sin(vv[k]) - tv[(k * q + j) * p + i];
+          REQUIRE(got[(i * q + j) * r + k] == Approx(want).epsilon(1e-14).margin(1e-14));
+        }
+  }
+}

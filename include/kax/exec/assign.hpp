@@ -9,6 +9,7 @@
 // share a buffer and Eigen maps over the same storage.
 #pragma once
 
+#include <algorithm>
 #include <string>
 
 #include "kax/core/array.hpp"
@@ -48,9 +49,12 @@ void launch_elementwise(const ExecSpace& space, const output_target<T, R>& out, 
       std::size_t pieces = 1;
       if (rows < 4 * conc) pieces = std::max<std::size_t>(1, std::min(last / 256, (4 * conc + rows - 1) / rows));
       const std::size_t piece_len = (last + pieces - 1) / pieces;
-      Kokkos::parallel_for(
-          label, Kokkos::RangePolicy<ExecSpace, index>(space, 0, static_cast<std::int64_t>(rows * pieces)),
-          strided_host_kernel<T, R, E>{out, e, pieces, piece_len, rows_exact(e)});
+      // Whole rows: items of about 4096 elements, at least four per thread.
+      const std::size_t per_item =
+          pieces != 1 ? 1 : std::max<std::size_t>(1, std::min(4096 / last, rows / (4 * conc)));
+      const std::size_t items = pieces != 1 ? rows * pieces : (rows + per_item - 1) / per_item;
+      Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace, index>(space, 0, static_cast<std::int64_t>(items)),
+                           strided_host_kernel<T, R, E>{out, e, pieces, piece_len, rows_exact(e), per_item});
     }
   } else {
     const auto count = static_cast<std::int64_t>(n);

@@ -141,7 +141,7 @@ struct batch_rows_kernel {
         out.data[out.offset(multi_index<1>{b})] = static_cast<T>(expr.evaluate(multi_index<1>{b}));
     } else {
       const strided_host_kernel<T, R, E> k{out, expr, 1, out.ext[R - 1], rows};
-      for (std::size_t r = b0 * per_batch; r < b1 * per_batch; ++r) k(static_cast<std::int64_t>(r));
+      k.run_rows(b0 * per_batch, b1 * per_batch);
     }
   }
 };

@@ -48,36 +48,53 @@ struct flat_host_kernel {
   }
 };
 
-// Host, strided: item w is piece (w % pieces) of row (w / pieces); a row is the last axis.
+// Host, strided.  A row is the output's last axis.  With pieces == 1, item w is the whole rows
+// [w * rows_per_item, ...) (run_rows); otherwise item w is piece (w % pieces) of row (w / pieces),
+// for results with too few rows to feed every thread.
 template <class T, std::size_t R, class E>
 struct strided_host_kernel {
   output_target<T, R> out;
   E expr;
   std::size_t pieces;
   std::size_t piece_len;
-  bool rows = true;  // rows_exact(expr): false reads through generic rows
+  bool rows = true;               // rows_exact(expr): false reads through generic rows
+  std::size_t rows_per_item = 1;  // pieces == 1
 
   void operator()(const std::int64_t w) const {
-    // Integer division is tens of cycles: none for a whole row (pieces == 1) of a rank-2 result.
-    std::size_t row = static_cast<std::size_t>(w), piece = 0;
-    if (pieces != 1) {
-      piece = row % pieces;
-      row /= pieces;
+    if (pieces == 1) {
+      const std::size_t r0 = static_cast<std::size_t>(w) * rows_per_item;
+      run_rows(r0, r0 + rows_per_item < row_count() ? r0 + rows_per_item : row_count());
+      return;
     }
+    std::size_t row = static_cast<std::size_t>(w) / pieces;
+    const std::size_t piece = static_cast<std::size_t>(w) % pieces;
+    const std::size_t last = out.ext[R - 1];
+    const std::size_t begin = piece * piece_len;
+    run_rows(row, row + 1, begin, begin + piece_len < last ? begin + piece_len : last);
+  }
+
+  std::size_t row_count() const {
+    std::size_t n = 1;
+    for (std::size_t k = 0; k + 1 < R; ++k) n *= out.ext[k];
+    return n;
+  }
+
+  // Elements [begin, end) of rows [r0, r1) (row-major order of the leading axes).  One function
+  // for the whole run, the next row's index stepped rather than recomputed: a row costs its
+  // evaluator and the vector loop's setup, which matters for short rows.
+  void run_rows(std::size_t r0, std::size_t r1, std::size_t begin = 0, std::size_t end = ~std::size_t{0}) const {
+    if (r0 >= r1) return;
+    const std::size_t last = out.ext[R - 1];
+    if (end > last) end = last;
     multi_index<R> idx{};
-    for (std::size_t k = R - 1; k-- > 1;) {
+    for (std::size_t k = R - 1, row = r0; k-- > 0;) {
       idx[k] = row % out.ext[k];
       row /= out.ext[k];
     }
-    if constexpr (R > 1) idx[0] = row;
-    const std::size_t last = out.ext[R - 1];
-    const std::size_t begin = piece * piece_len;
-    const std::size_t end = begin + piece_len < last ? begin + piece_len : last;
-    const std::size_t base = out.offset(idx);
     const std::size_t st = out.strides[R - 1];
     T* __restrict__ o = out.data;
-    // One row evaluator per row (expr/detail/row.hpp): the inner loop is pointer arithmetic only.
-    with_row_of(expr, idx, rows, [&](const auto& r) {
+    // One row: the inner loop is pointer arithmetic only (expr/detail/row.hpp).
+    const auto write = [&](const auto& r, const std::size_t base) __attribute__((always_inline)) {
       if (st == 1) {
 #pragma omp simd
         for (std::size_t j = begin; j < end; ++j) o[base + j] = static_cast<T>(r(j));
@@ -85,7 +102,21 @@ struct strided_host_kernel {
 #pragma omp simd
         for (std::size_t j = begin; j < end; ++j) o[base + j * st] = static_cast<T>(r(j));
       }
-    });
+    };
+    for (std::size_t r = r0; r < r1; ++r) {
+      const std::size_t base = out.offset(idx);
+      if (!rows) {
+        write(generic_row<E>{&expr, idx}, base);
+      } else {
+        const auto row = row_of(expr, idx);
+        if (row.unit()) write(row.as_unit(), base);
+        else write(row, base);
+      }
+      for (std::size_t k = R - 1; k-- > 0;) {  // the next row's index
+        if (++idx[k] < out.ext[k]) break;
+        idx[k] = 0;
+      }
+    }
   }
 };
 
