@@ -73,6 +73,20 @@ struct strided_host_kernel {
     run_rows(row, row + 1, begin, begin + piece_len < last ? begin + piece_len : last);
   }
 
+  // Elements [begin, end) of one row, at o[j * st].  Out of line: the vector loop keeps only its
+  // own operands in registers across the calls of libmvec it may make.
+  template <class Row>
+  [[gnu::noinline]] static void write_row(T* __restrict__ o, const std::size_t st, const std::size_t begin,
+                                          const std::size_t end, const Row& r) {
+    if (st == 1) {
+#pragma omp simd
+      for (std::size_t j = begin; j < end; ++j) o[j] = static_cast<T>(r(j));
+    } else {
+#pragma omp simd
+      for (std::size_t j = begin; j < end; ++j) o[j * st] = static_cast<T>(r(j));
+    }
+  }
+
   std::size_t row_count() const {
     std::size_t n = 1;
     for (std::size_t k = 0; k + 1 < R; ++k) n *= out.ext[k];
@@ -92,25 +106,15 @@ struct strided_host_kernel {
       row /= out.ext[k];
     }
     const std::size_t st = out.strides[R - 1];
-    T* __restrict__ o = out.data;
-    // One row: the inner loop is pointer arithmetic only (expr/detail/row.hpp).
-    const auto write = [&](const auto& r, const std::size_t base) __attribute__((always_inline)) {
-      if (st == 1) {
-#pragma omp simd
-        for (std::size_t j = begin; j < end; ++j) o[base + j] = static_cast<T>(r(j));
-      } else {
-#pragma omp simd
-        for (std::size_t j = begin; j < end; ++j) o[base + j * st] = static_cast<T>(r(j));
-      }
-    };
+    T* const o = out.data;
     for (std::size_t r = r0; r < r1; ++r) {
       const std::size_t base = out.offset(idx);
       if (!rows) {
-        write(generic_row<E>{&expr, idx}, base);
+        write_row(o + base, st, begin, end, generic_row<E>{&expr, idx});
       } else {
         const auto row = row_of(expr, idx);
-        if (row.unit()) write(row.as_unit(), base);
-        else write(row, base);
+        if (row.unit()) write_row(o + base, st, begin, end, row.as_unit());
+        else write_row(o + base, st, begin, end, row);
       }
       for (std::size_t k = R - 1; k-- > 0;) {  // the next row's index
         if (++idx[k] < out.ext[k]) break;
