@@ -5,6 +5,8 @@
 //   copy   y = a                            (STREAM copy, 16 B/element)
 //   triad  y = a + s*b                      (STREAM triad, 24 B/element)
 //   fused  y = a*b + sin(c)*2 - d/e         (5 reads + 1 write, 48 B/element, one transcendental)
+//   rows   y = a + expand_dims(r, 1)        (a, y seen as 2^20 rows of 16, r one value per row:
+//                                            16.5 B/element; the strided kernel's cost per row)
 // Variants:
 //   kax          `y = expr;` into a preallocated kax::Array (one fused kernel, no temporary)
 //   omp          `#pragma omp parallel for simd` over raw pointers, std::sin
@@ -41,6 +43,7 @@ namespace {
 
 constexpr std::size_t n = std::size_t{1} << 24;
 constexpr double s = 3.0;
+constexpr std::size_t row_len = 16, row_count = n / row_len;  // the rows kernel's shape
 
 using vec = kax::Array<double, 1>;
 using eigen_map = Eigen::Map<Eigen::ArrayXd>;
@@ -50,7 +53,11 @@ using eigen_cmap = Eigen::Map<const Eigen::ArrayXd>;
 struct operands {
   vec a = kax::empty<double>(n), b = kax::empty<double>(n), c = kax::empty<double>(n),
       d = kax::empty<double>(n), e = kax::empty<double>(n), y = kax::empty<double>(n);
+  vec r = kax::empty<double>(row_count);
   operands() {
+    double* pr = r.data();
+#pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < row_count; ++i) pr[i] = static_cast<double>(i % 17) / 17.0;
     double *pa = a.data(), *pb = b.data(), *pc = c.data(), *pd = d.data(), *pe = e.data(),
            *py = y.data();
 #pragma omp parallel for schedule(static)
@@ -222,6 +229,61 @@ void fused_eigen_omp(benchmark::State& state) {
   finish(state, 6);
 }
 
+// ---- rows: y[i, :] = a[i, :] + r[i], rows of 16 -------------------------------------------------
+// Bytes: a and y (16 B/element) and r (0.5 B/element).
+void finish_rows(benchmark::State& state) {
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>((2 * n + row_count) * sizeof(double)));
+  benchmark::DoNotOptimize(ops().y.data());
+  benchmark::ClobberMemory();
+}
+void rows_kax(benchmark::State& state) {
+  auto& o = ops();
+  kax::ArrayView<double, 2> y(o.y.data(), {row_count, row_len});
+  const kax::ArrayView<double, 2> a(o.a.data(), {row_count, row_len});
+  for (auto _ : state) y = a + kax::expand_dims(o.r, 1);
+  finish_rows(state);
+}
+void rows_omp(benchmark::State& state) {
+  auto& o = ops();
+  double* __restrict y = o.y.data();
+  const double *__restrict a = o.a.data(), *__restrict r = o.r.data();
+  for (auto _ : state) {
+#pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < row_count; ++i) {
+      const double ri = r[i];
+#pragma omp simd
+      for (std::size_t j = 0; j < row_len; ++j) y[i * row_len + j] = a[i * row_len + j] + ri;
+    }
+  }
+  finish_rows(state);
+}
+void rows_eigen(benchmark::State& state) {
+  auto& o = ops();
+  using rows_t = Eigen::Array<double, Eigen::Dynamic, row_len, Eigen::RowMajor>;
+  Eigen::Map<rows_t> y(o.y.data(), row_count, row_len);
+  const Eigen::Map<const rows_t> a(o.a.data(), row_count, row_len);
+  const eigen_cmap r(o.r.data(), row_count);
+  for (auto _ : state) y = a.colwise() + r;
+  finish_rows(state);
+}
+
+// The rows kernel against a naive loop (exact: one addition per element).
+bool check_rows() {
+  auto& o = ops();
+  std::fill(o.y.data(), o.y.data() + n, 0.0);
+  kax::ArrayView<double, 2> y(o.y.data(), {row_count, row_len});
+  y = kax::ArrayView<double, 2>(o.a.data(), {row_count, row_len}) + kax::expand_dims(o.r, 1);
+  for (std::size_t i = 0; i < row_count; i += 31)
+    for (std::size_t j = 0; j < row_len; ++j)
+      if (o.y.data()[i * row_len + j] != o.a.data()[i * row_len + j] + o.r.data()[i]) {
+        std::fprintf(stderr, "check rows/kax: wrong value at row %zu, column %zu\n", i, j);
+        return false;
+      }
+  std::fprintf(stderr, "check rows/kax: exact\n");
+  return true;
+}
+
 // The fused kernel must compute the right thing before its speed means anything; max relative
 // error of each variant against a scalar std:: loop.
 bool check_fused() {
@@ -256,8 +318,8 @@ int main(int argc, char** argv) {
   {
     benchmark::AddCustomContext("kax_elements", std::to_string(n));
     if (!kax_bench::start(argc, argv, nullptr)) return 1;
-    if (!check_fused()) {
-      std::fprintf(stderr, "bench_elementwise: a fused variant computes wrong values\n");
+    if (!check_fused() || !check_rows()) {
+      std::fprintf(stderr, "bench_elementwise: a variant computes wrong values\n");
       return 2;
     }
     const kax_bench::bench_case cases[] = {
@@ -268,6 +330,8 @@ int main(int argc, char** argv) {
         {"fused/kax", fused_kax},       {"fused/omp", fused_omp},
         {"fused/omp_libmvec", fused_omp_libmvec}, {"fused/kokkos", fused_kokkos},
         {"fused/eigen", fused_eigen},   {"fused/eigen_omp", fused_eigen_omp},
+        {"rows/kax", rows_kax},         {"rows/omp", rows_omp},
+        {"rows/eigen", rows_eigen},
     };
     kax_bench::run(cases);
     data.reset();  // Views must go before Kokkos::finalize

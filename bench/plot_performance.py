@@ -19,11 +19,12 @@ import sys
 BEGIN = "<!-- elementwise:begin -->"
 END = "<!-- elementwise:end -->"
 # Bytes moved per element, as STREAM counts (reads + writes, no write-allocate).
-BYTES_PER_ELEMENT = {"copy": 16, "triad": 24, "fused": 48}
+BYTES_PER_ELEMENT = {"copy": 16, "triad": 24, "fused": 48, "rows": 16.5}
 KERNELS = {
     "copy": "`y = a`",
     "triad": "`y = a + s*b`",
     "fused": "`y = a*b + sin(c)*2 - d/e`",
+    "rows": "`y = a + expand_dims(r, 1)`, rows of 16",
 }
 VARIANTS = {
     "kax": "kax `y = expr;`",
@@ -89,7 +90,8 @@ def markdown(res, ctxs):
     lines += [
         f"Machine: {cpu_description()}; run {ctx.get('date', '')[:10]}. "
         f"2^{int(ctx['kax_elements']).bit_length() - 1} doubles per array; GB/s counts reads + "
-        f"writes (copy 16 B/element, triad 24, fused 48: five inputs, one output). Each cell is the "
+        f"writes (copy 16 B/element, triad 24, fused 48: five inputs, one output; rows 16.5: a and y "
+        f"seen as 2^20 rows of 16, r one value per row, NumPy broadcasting). Each cell is the "
         f"best of 5 repetitions (median in parentheses); ratios use the best. The thread count is "
         f"the process's (Kokkos and OpenMP); Eigen runs on one thread in both processes.",
         "",
