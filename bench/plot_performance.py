@@ -173,7 +173,7 @@ def plot(res, png):
             ax.bar(xs, vals, width, label=f"{t} thread{'s' if t > 1 else ''}")
         ax.set_xticks(range(len(vars_)))
         ax.set_xticklabels(vars_, rotation=30, ha="right")
-        ax.set_title(f"{kernel}: " + KERNELS[kernel].strip("`"), fontsize=9)
+        ax.set_title(f"{kernel}: " + KERNELS[kernel].replace("`", ""), fontsize=9)
         ax.set_ylabel("GB/s")
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend()
