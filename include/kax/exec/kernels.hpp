@@ -108,14 +108,8 @@ struct strided_host_kernel {
     const std::size_t st = out.strides[R - 1];
     T* const o = out.data;
     for (std::size_t r = r0; r < r1; ++r) {
-      const std::size_t base = out.offset(idx);
-      if (!rows) {
-        write_row(o + base, st, begin, end, generic_row<E>{&expr, idx});
-      } else {
-        const auto row = row_of(expr, idx);
-        if (row.unit()) write_row(o + base, st, begin, end, row.as_unit());
-        else write_row(o + base, st, begin, end, row);
-      }
+      T* const row_out = o + out.offset(idx);
+      with_row_of(expr, idx, rows, [&](const auto& row) { write_row(row_out, st, begin, end, row); });
       for (std::size_t k = R - 1; k-- > 0;) {  // the next row's index
         if (++idx[k] < out.ext[k]) break;
         idx[k] = 0;
