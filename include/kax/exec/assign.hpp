@@ -49,9 +49,8 @@ void launch_elementwise(const ExecSpace& space, const output_target<T, R>& out, 
       std::size_t pieces = 1;
       if (rows < 4 * conc) pieces = std::max<std::size_t>(1, std::min(last / 256, (4 * conc + rows - 1) / rows));
       const std::size_t piece_len = (last + pieces - 1) / pieces;
-      // Whole rows: items of about 4096 elements, at least four per thread.
-      const std::size_t per_item =
-          pieces != 1 ? 1 : std::max<std::size_t>(1, std::min(4096 / last, rows / (4 * conc)));
+      // Whole rows: items of about 4096 elements.
+      const std::size_t per_item = pieces != 1 ? 1 : host_rows_per_item(rows, last, conc, 4096);
       const std::size_t items = pieces != 1 ? rows * pieces : (rows + per_item - 1) / per_item;
       Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace, index>(space, 0, static_cast<std::int64_t>(items)),
                            strided_host_kernel<T, R, E>{out, e, pieces, piece_len, rows_exact(e), per_item});

@@ -112,11 +112,9 @@ inline bool batch_rows_worth_it(const batch_rows_plan& plan) {
   return plan.ok && plan.stages.size() >= batch_rows_min_stages;
 }
 
-// Batch rows per work item: about 8192 output elements, and at least four items per thread.
+// Batch rows per work item: about 8192 output elements (host_rows_per_item).
 inline std::size_t batch_rows_per_item(std::size_t batch, std::size_t row_elements, std::size_t concurrency) {
-  std::size_t rows = std::max<std::size_t>(1, 8192 / std::max<std::size_t>(1, row_elements));
-  const std::size_t spread = (batch + 4 * concurrency - 1) / (4 * concurrency);
-  return std::max<std::size_t>(1, std::min(rows, spread));
+  return host_rows_per_item(batch, row_elements, concurrency, 8192);
 }
 
 template <class T, std::size_t R, class E>

@@ -38,4 +38,13 @@ inline std::size_t host_chunk(std::size_t n, std::size_t concurrency) {
   return std::max<std::size_t>(4096, (target + 63) / 64 * 64);
 }
 
+// Whole rows of `row_elements` per host work item: about `elements` elements, and no more rows
+// than spread `rows` over about four items per thread (load balance when rows are few).
+inline std::size_t host_rows_per_item(std::size_t rows, std::size_t row_elements, std::size_t concurrency,
+                                      std::size_t elements) {
+  const std::size_t by_size = elements / std::max<std::size_t>(1, row_elements);
+  const std::size_t spread = (rows + 4 * concurrency - 1) / (4 * concurrency);
+  return std::max<std::size_t>(1, std::min(by_size, spread));
+}
+
 }  // namespace kax::detail
