@@ -15,7 +15,7 @@
 // How it runs (docs/autodiff.md): f is called once, on copies of the differentiated arguments
 // that are marked as traced, and builds its expression graph as usual.  One evaluation computes
 // the loss and every reduction and contraction in the graph; those results stay frozen as the
-// residuals.  Then the backward pass (detail/vjp.hpp) walks the graph's type from the root,
+// residuals, with the GEMM operands it evaluated into memory (expr/detail/residuals.hpp).  Then the backward pass (detail/vjp.hpp) walks the graph's type from the root,
 // building each cotangent as a lazy expression, and evaluates only where the gradient must
 // exist: into each argument's gradient, and at reductions and contractions.
 //
@@ -116,7 +116,8 @@ decltype(auto) loss_of(const Y& y) {
 template <class E>
 Array<value_type_of<E>, 0> loss_value(const E& e) {
   if constexpr (materialization<E>) {
-    Array<value_type_of<E>, 0> v(shape<0>{});
+    // Uninitialized: a zero-filled Array would cost a fill kernel before the copy.
+    auto v = uninitialized<value_type_of<E>, 0, default_memory_space>(shape<0>{}, "kax::grad loss");
     Kokkos::deep_copy(v.view(), Kokkos::subview(e.buffer.values, 0));
     return v;
   } else {
@@ -230,7 +231,10 @@ struct grad_function {
 
     // Forward: every reduction and contraction once (the root too), then frozen as residuals.
     using space = exec_space_for<default_memory_space>;
-    prepare(root, next_evaluation_epoch(), space{});
+    {
+      const residual_scope keep(ctx.residuals);  // GEMM operand copies stay for the backward pass
+      prepare(root, next_evaluation_epoch(), space{});
+    }
     auto value = loss_value(root);
     // aux before the freeze: a vmapped aux (vmap(value_and_grad)) evaluates through the batch-row
     // plan, which computes its own stages and must not find them marked as computed.

@@ -23,6 +23,7 @@
 #include "kax/exec/host_gemm.hpp"
 #include "kax/expr/binary.hpp"
 #include "kax/expr/contract/label_expr.hpp"
+#include "kax/expr/detail/residuals.hpp"
 #include "kax/expr/ops.hpp"
 #include "kax/expr/reduce.hpp"
 
@@ -73,6 +74,10 @@ struct ContractExpr : expression_base, materialization_base {
 
   template <class X>
   static constexpr bool plain_leaf = detail::is_array_leaf<X>::value;
+  // Operands whose GEMM copy kax::grad keeps for its backward pass: computed ones (not arrays,
+  // whose copy would only convert or transpose, nor stages, which keep their own buffer).
+  template <class X>
+  static constexpr bool residual_operand = !plain_leaf<X> && !materialization<X> && rank_of<X> > 0;
 
   template <class X>
   static bool direct_operand(const X& x) {
@@ -256,15 +261,23 @@ struct ContractExpr : expression_base, materialization_base {
     Array<T, LabelExpr<NL, B>::arg_rank> tb;
     const T* pa = nullptr;
     const T* pb = nullptr;
+    // Under kax::grad's forward pass the copies are kept as residuals (expr/detail/residuals.hpp).
+    [[maybe_unused]] detail::residual_sink* const sink = detail::active_residual_sink();
     if (r.copy_a) {
       ta = copy_operand(space, lhs().arg, epoch);
       pa = ta.data();
+      if constexpr (residual_operand<A>) {
+        if (sink) sink->keep(buffer.stamp.data(), 0, ta);
+      }
     } else if constexpr (plain_leaf<A> && std::is_same_v<value_type_of<A>, T>) {
       pa = lhs().arg.view.data();
     }
     if (r.copy_b) {
       tb = copy_operand(space, rhs().arg, epoch);
       pb = tb.data();
+      if constexpr (residual_operand<B>) {
+        if (sink) sink->keep(buffer.stamp.data(), 1, tb);
+      }
     } else if constexpr (plain_leaf<B> && std::is_same_v<value_type_of<B>, T>) {
       pb = rhs().arg.view.data();
     }

@@ -5,7 +5,10 @@
 // arguments (transform/grad.hpp).  Its reductions and contractions are computed once by the
 // forward evaluation and then frozen (stage_buffer::frozen): they are the residuals the backward
 // pass reads, where JAX saves them on its tape.  Elementwise work is not stored but recomputed
-// inside the backward kernels, which is what XLA's fusion does too.
+// inside the backward kernels, which is what XLA's fusion does too, with one exception: an
+// operand of a contraction that is itself computed (an activation feeding the next layer's
+// matmul) is read from the copy the forward GEMM made of it (expr/detail/residuals.hpp), since
+// the backward needs it in memory for the weight's gradient anyway.
 //
 // backprop(ctx, node, g) sends the cotangent g (a lazy expression of node's shape) to node's
 // operands, bottom-up through the graph's type, at compile time:
@@ -38,6 +41,7 @@
 #include "kax/expr/contract/contract_expr.hpp"
 #include "kax/expr/contract/label_expr.hpp"
 #include "kax/expr/contractions.hpp"
+#include "kax/expr/detail/residuals.hpp"
 #include "kax/expr/layout/broadcast_to.hpp"
 #include "kax/expr/layout/concatenate.hpp"
 #include "kax/expr/layout/reshape.hpp"
@@ -95,6 +99,7 @@ inline constexpr char array_type_key = 0;
 struct backward_context {
   std::vector<grad_slot> slots;
   std::vector<Kokkos::View<std::uint64_t, Kokkos::HostSpace>> frozen;
+  residual_sink residuals;  // GEMM operands the forward pass evaluated (expr/detail/residuals.hpp)
   std::uint64_t floor = 0;  // stage buffers stamped after this were computed by this grad call
 
   backward_context() : floor(next_evaluation_epoch()) {}
@@ -523,6 +528,35 @@ auto operand_cotangent(const LA& la, const LB& lb, const GM& gm) {
   return sum_to<RA>(std::move(full), la.arg.extents());
 }
 
+// Operand `Side` of a contraction as the other operand's cotangent reads it.  A computed operand
+// (ContractExpr::residual_operand: gelu(h W + b) feeding the next matmul) is read from memory:
+// the copy the forward pass's GEMM made of it, or, where the forward took another path, the
+// operand evaluated now, once, instead of inside a contraction that reads each element many times.
+template <int Side, class A, class B, std::size_t NL, std::size_t NO>
+auto contraction_operand(backward_context& ctx, const ContractExpr<A, B, NL, NO>& node) {
+  using node_t = ContractExpr<A, B, NL, NO>;
+  const auto& operand = [&]() -> const auto& {
+    if constexpr (Side == 0) return node.lhs();
+    else return node.rhs();
+  }();
+  using X = std::remove_cvref_t<decltype(operand.arg)>;
+  if constexpr (!node_t::template residual_operand<X>) {
+    return operand;
+  } else {
+    using T = typename node_t::promoted_type;
+    constexpr std::size_t R = rank_of<X>;
+    using kept_t = Array<T, R, default_memory_space>;
+    if (const kept_t* kept = ctx.residuals.find<kept_t>(node.buffer.stamp.data(), Side))
+      return LabelExpr<NL, ArrayLeaf<T, R, default_memory_space>>(kept->as_leaf(), operand.ext, operand.label);
+    const shape<R> s = operand.arg.extents();
+    auto a = uninitialized<T, R, default_memory_space>(s, "kax::grad residual");
+    ctx.write(output_target<T, R>{a.data(), to_multi_index(s), to_multi_index(row_major_strides(s)), true},
+              operand.arg);
+    ctx.residuals.keep(node.buffer.stamp.data(), Side, a);  // for copies of this node
+    return LabelExpr<NL, ArrayLeaf<T, R, default_memory_space>>(a.as_leaf(), operand.ext, operand.label);
+  }
+}
+
 template <class A, class B, std::size_t NL, std::size_t NO, class G>
 void rule(backward_context& ctx, const ContractExpr<A, B, NL, NO>& node, const G& g) {
   if constexpr (rank_of<A> > NL || rank_of<B> > NL) {
@@ -531,8 +565,8 @@ void rule(backward_context& ctx, const ContractExpr<A, B, NL, NO>& node, const G
   const bool to_a = ctx.reaches(node.lhs().arg), to_b = ctx.reaches(node.rhs().arg);
   if (!to_a && !to_b) return;
   const auto gm = settle(ctx, g);
-  if (to_a) backprop(ctx, node.lhs().arg, operand_cotangent<NL, NO>(node.lhs(), node.rhs(), gm));
-  if (to_b) backprop(ctx, node.rhs().arg, operand_cotangent<NL, NO>(node.rhs(), node.lhs(), gm));
+  if (to_a) backprop(ctx, node.lhs().arg, operand_cotangent<NL, NO>(node.lhs(), contraction_operand<1>(ctx, node), gm));
+  if (to_b) backprop(ctx, node.rhs().arg, operand_cotangent<NL, NO>(node.rhs(), contraction_operand<0>(ctx, node), gm));
   }
 }
 
