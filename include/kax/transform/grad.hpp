@@ -15,9 +15,10 @@
 // How it runs (docs/autodiff.md): f is called once, on copies of the differentiated arguments
 // that are marked as traced, and builds its expression graph as usual.  One evaluation computes
 // the loss and every reduction and contraction in the graph; those results stay frozen as the
-// residuals, with the GEMM operands it evaluated into memory (expr/detail/residuals.hpp).  Then the backward pass (detail/vjp.hpp) walks the graph's type from the root,
-// building each cotangent as a lazy expression, and evaluates only where the gradient must
-// exist: into each argument's gradient, and at reductions and contractions.
+// residuals, with the GEMM operands it evaluated into memory (expr/detail/residuals.hpp).  Then
+// the backward pass (detail/vjp.hpp) walks the graph's type from the root, building each
+// cotangent as a lazy expression, and evaluates only where the gradient must exist: into each
+// argument's gradient, and at reductions and contractions.
 //
 // f must build its result lazily from its arguments: an expression evaluated inside f (assigned
 // to an Array, passed to kax::eval) is a constant to kax::grad, as a value computed outside
