@@ -110,7 +110,7 @@ kax::Array<T, 2> filled(std::size_t r, std::size_t c, int seed, bool smooth = fa
 
 // An elementwise identity that counts its evaluations (the planner test's probe).
 struct counting_op : kax::detail::arithmetic {
-  static constexpr const char* name = "kax_test::count";
+  [[maybe_unused]] static constexpr const char* name = "kax_test::count";
   static inline std::atomic<long> count{0};
   template <class T>
   static T apply(T a) {

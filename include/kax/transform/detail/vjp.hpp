@@ -163,7 +163,7 @@ struct backward_context {
         frozen.push_back(st);
       }
     }
-    visit_operands(e, [this](const auto& c) { freeze(c); });
+    visit_operands(e, [&](const auto& c) { freeze(c); });  // [&]: a leaf has no operands (clang: unused [this])
   }
 
   // Evaluates `e` into `out` on the default execution space, reusing the frozen residuals.
