@@ -229,6 +229,23 @@ TEST_CASE("the backward pass reads a computed matmul operand from the forward pa
   REQUIRE(launch_counter::count_prefix("kax::eval<elementwise") == 3);
 }
 
+TEST_CASE("the forward pass keeps a GEMM operand copy only for a gradient that needs it", "[grad]") {
+  // The copy of tanh(x) is the factor of the other operand's gradient: kept when that operand is
+  // a traced argument, not when it is a constant.
+  const kax::Array<double, 2> x = random_array(kax::shape<2>{32, 16}, 74);
+  const kax::Array<double, 2> w = random_array(kax::shape<2>{16, 8}, 75);
+  const kax::Array<double, 2> expected = kax::matmul(kax::tanh(x), w);
+  auto forward = [&](const kax::Array<double, 2>& b) {
+    kax::detail::residual_sink sink;
+    kax::detail::residual_scope scope(sink);
+    const kax::Array<double, 2> out = kax::matmul(kax::tanh(x), b);
+    REQUIRE(kax::to_vector(out) == kax::to_vector(expected));
+    return sink.kept.size();
+  };
+  CHECK(forward(w) == 0);
+  CHECK(forward(kax::detail::tracer::traced(w, kax::detail::tracer::next_id())) == 1);
+}
+
 TEST_CASE("grad of layout operations matches finite differences", "[grad]") {
   const kax::Array<double, 2> c = random_array(kax::shape<2>{3, 4}, 70);
   check_grad([&](const auto& v) { return kax::sum(kax::transpose(v) * kax::transpose(c)); }, random_array(kax::shape<2>{3, 4}, 71));

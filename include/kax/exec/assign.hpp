@@ -98,8 +98,7 @@ void evaluate_into(const ExecSpace& space, const output_target<T, R>& out, const
   prepare(e, epoch, space);
   if (e.conflicts(out_span, out.contiguous)) {
     const auto tmp = uninitialized<T, R, MemorySpace>(dst, "kax::eval alias temporary");
-    const output_target<T, R> tmp_out{tmp.data(), out.ext, to_multi_index(row_major_strides(dst)), true};
-    launch_elementwise(space, tmp_out, e);
+    launch_elementwise(space, dense_target(tmp.data(), dst), e);
     launch_elementwise(space, out, tmp.as_leaf());
     return;
   }
@@ -137,8 +136,7 @@ void evaluate_into_view(
         "differentiated function (assigned to a kax::Array or passed to kax::eval); its gradient "
         "would be lost.  Return expressions from the function and let kax::grad evaluate them");
   const shape<R> s = view_extents<std::remove_cvref_t<decltype(v)>, R>(v);
-  const output_target<T, R> out{v.data(), to_multi_index(s), to_multi_index(row_major_strides(s)), true};
-  evaluate_into<exec_space_for<MemorySpace>, MemorySpace>(exec_space_for<MemorySpace>{}, out, e);
+  evaluate_into<exec_space_for<MemorySpace>, MemorySpace>(exec_space_for<MemorySpace>{}, dense_target(v.data(), s), e);
   // A GPU kernel writing memory the host may read (managed memory): the host may read the result
   // as soon as this returns, as it may on a host build.
   using space = exec_space_for<MemorySpace>;

@@ -19,9 +19,7 @@ Array<value_type_of<E>, rank_of<E>, typename ExecSpace::memory_space> eval(const
                                                                            const E& e) {
   const auto s = e.extents();
   auto out = detail::uninitialized<value_type_of<E>, rank_of<E>, typename ExecSpace::memory_space>(s);
-  const detail::output_target<value_type_of<E>, rank_of<E>> dst{
-      out.data(), to_multi_index(s), to_multi_index(row_major_strides(s)), true};
-  detail::evaluate_into<ExecSpace, typename ExecSpace::memory_space>(space, dst, e);
+  detail::evaluate_into<ExecSpace, typename ExecSpace::memory_space>(space, detail::dense_target(out.data(), s), e);
   return out;
 }
 

@@ -31,6 +31,12 @@ struct output_target {
   }
 };
 
+// The target that fills `data` as a dense row-major array of shape `s` (fresh temporaries, Arrays).
+template <class T, std::size_t R>
+output_target<T, R> dense_target(T* data, const shape<R>& s) {
+  return {data, to_multi_index(s), to_multi_index(row_major_strides(s)), true};
+}
+
 // Host, flat: chunk c covers [c*chunk, min(n, (c+1)*chunk)).
 template <class T, class E>
 struct flat_host_kernel {

@@ -219,9 +219,7 @@ struct CollectiveExpr : expression_base, materialization_base {
     if (!in) {
       if (contribution->extents() != in_shape || contribution->data() == nullptr)
         *contribution = detail::uninitialized<value_type, arg_rank>(in_shape, "kax::collective operand");
-      const output_target<value_type, arg_rank> t{contribution->data(), to_multi_index(in_shape),
-                                                  to_multi_index(row_major_strides(in_shape)), true};
-      launch_elementwise(space, t, arg);
+      launch_elementwise(space, dense_target(contribution->data(), in_shape), arg);
       in = contribution->data();
     }
     space.fence();

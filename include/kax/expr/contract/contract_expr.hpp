@@ -248,9 +248,7 @@ struct ContractExpr : expression_base, materialization_base {
     detail::prepare(x, epoch, space);
     const auto s = x.extents();
     auto tmp = detail::uninitialized<promoted_type, rank_of<X>, default_memory_space>(s, "kax::gemm operand");
-    const detail::output_target<promoted_type, rank_of<X>> dst{tmp.data(), to_multi_index(s),
-                                                               to_multi_index(row_major_strides(s)), true};
-    detail::launch_elementwise(space, dst, x);
+    detail::launch_elementwise(space, detail::dense_target(tmp.data(), s), x);
     return tmp;
   }
 
@@ -261,13 +259,14 @@ struct ContractExpr : expression_base, materialization_base {
     Array<T, LabelExpr<NL, B>::arg_rank> tb;
     const T* pa = nullptr;
     const T* pb = nullptr;
-    // Under kax::grad's forward pass the copies are kept as residuals (expr/detail/residuals.hpp).
+    // Under kax::grad's forward pass a copy is kept as a residual (expr/detail/residuals.hpp) when
+    // the other operand reads a traced argument: the copy is that operand's gradient's factor.
     [[maybe_unused]] detail::residual_sink* const sink = detail::active_residual_sink();
     if (r.copy_a) {
       ta = copy_operand(space, lhs().arg, epoch);
       pa = ta.data();
       if constexpr (residual_operand<A>) {
-        if (sink) sink->keep(buffer.stamp.data(), 0, ta);
+        if (sink && detail::reads_traced(rhs().arg)) sink->keep(buffer.stamp.data(), 0, ta);
       }
     } else if constexpr (plain_leaf<A> && std::is_same_v<value_type_of<A>, T>) {
       pa = lhs().arg.view.data();
@@ -276,7 +275,7 @@ struct ContractExpr : expression_base, materialization_base {
       tb = copy_operand(space, rhs().arg, epoch);
       pb = tb.data();
       if constexpr (residual_operand<B>) {
-        if (sink) sink->keep(buffer.stamp.data(), 1, tb);
+        if (sink && detail::reads_traced(lhs().arg)) sink->keep(buffer.stamp.data(), 1, tb);
       }
     } else if constexpr (plain_leaf<B> && std::is_same_v<value_type_of<B>, T>) {
       pb = rhs().arg.view.data();

@@ -16,6 +16,11 @@
 
 namespace kax::detail {
 
+// A distinct address per type: type-erased objects (a kept residual, kax::grad's gradient slots)
+// record it and are checked against it where they are cast back.
+template <class A>
+inline constexpr char type_key = 0;
+
 struct residual_sink {
   struct entry {
     const void* node;       // the contraction's stage buffer stamp (shared by its copies)
@@ -26,21 +31,15 @@ struct residual_sink {
   std::vector<entry> kept;
 
   template <class A>
-  static const void* type_key() {
-    static const char key = 0;
-    return &key;
-  }
-
-  template <class A>
   void keep(const void* node, int side, const A& a) {
-    kept.push_back({node, side, type_key<A>(), std::make_shared<const A>(a)});
+    kept.push_back({node, side, &type_key<A>, std::make_shared<const A>(a)});
   }
 
   // The object kept for (node, side) if it has type A, else nullptr.
   template <class A>
   const A* find(const void* node, int side) const {
     for (const entry& e : kept)
-      if (e.node == node && e.side == side && e.type == type_key<A>()) return static_cast<const A*>(e.value.get());
+      if (e.node == node && e.side == side && e.type == &type_key<A>) return static_cast<const A*>(e.value.get());
     return nullptr;
   }
 };

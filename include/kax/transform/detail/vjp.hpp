@@ -88,13 +88,10 @@ struct tracer {
 struct grad_slot {
   std::uint32_t id = 0;
   const void* param_data = nullptr;
-  const void* type_key = nullptr;  // the Array type, checked where a leaf is matched
+  const void* type = nullptr;  // type_key of the Array type, checked where a leaf is matched
   std::shared_ptr<void> grad;      // Array<T, R, M> of the argument's shape, allocated up front
   bool written = false;
 };
-
-template <class T, std::size_t R, class M>
-inline constexpr char array_type_key = 0;
 
 struct backward_context {
   std::vector<grad_slot> slots;
@@ -115,7 +112,7 @@ struct backward_context {
     grad_slot s;
     s.id = tracer::next_id();
     s.param_data = a.data();
-    s.type_key = &array_type_key<T, R, M>;
+    s.type = &type_key<Array<T, R, M>>;
     s.grad = std::make_shared<Array<T, R, M>>(uninitialized<T, R, M>(a.extents(), "kax::grad gradient"));
     slots.push_back(std::move(s));
     return tracer::traced(a, slots.back().id);
@@ -233,6 +230,15 @@ void emit(backward_context& ctx, const output_target<T, R>& out, const Acc* acc,
   else ctx.write(out, g);
 }
 
+// `e` evaluated into a fresh dense Array of element type T (a cotangent, a residual).
+template <class T, class E>
+Array<T, rank_of<E>, default_memory_space> evaluate_fresh(backward_context& ctx, const E& e, const char* label) {
+  constexpr std::size_t R = rank_of<E>;
+  auto a = uninitialized<T, R, default_memory_space>(e.extents(), label);
+  emit(ctx, dense_target(a.data(), a.extents()), static_cast<const ArrayLeaf<T, R, default_memory_space>*>(nullptr), e);
+  return a;
+}
+
 // A cotangent that several kernels will read, evaluated once: leaves and constants stay as they
 // are, anything else becomes an Array.
 template <class E>
@@ -247,13 +253,7 @@ auto settle(backward_context& ctx, const E& e) {
         if (e.summed == 0 && e.arg.contiguous) return e.arg;
       }
     }
-    using T = value_type_of<E>;
-    constexpr std::size_t R = rank_of<E>;
-    const shape<R> s = e.extents();
-    auto a = uninitialized<T, R, default_memory_space>(s, "kax::grad cotangent");
-    const output_target<T, R> out{a.data(), to_multi_index(s), to_multi_index(row_major_strides(s)), true};
-    emit(ctx, out, static_cast<const ArrayLeaf<T, R, default_memory_space>*>(nullptr), e);
-    return a.as_leaf();
+    return evaluate_fresh<value_type_of<E>>(ctx, e, "kax::grad cotangent").as_leaf();
   }
 }
 
@@ -321,7 +321,7 @@ void backprop(backward_context& ctx, const E& node, const G& g) {
 template <class T, std::size_t R, class M, class G>
 void rule(backward_context& ctx, const ArrayLeaf<T, R, M>& leaf, const G& g) {
   grad_slot& s = *ctx.slot(leaf.trace);
-  if (s.type_key != &array_type_key<T, R, M>)
+  if (s.type != &type_key<Array<T, R, M>>)
     throw std::logic_error("kax::grad: internal error, a traced leaf's type differs from its argument's");
   if constexpr (!std::is_same_v<M, default_memory_space>) {
     static_assert(no_grad_rule<M>, "kax::grad: arguments must live in the default memory space");
@@ -548,10 +548,7 @@ auto contraction_operand(backward_context& ctx, const ContractExpr<A, B, NL, NO>
     using kept_t = Array<T, R, default_memory_space>;
     if (const kept_t* kept = ctx.residuals.find<kept_t>(node.buffer.stamp.data(), Side))
       return LabelExpr<NL, ArrayLeaf<T, R, default_memory_space>>(kept->as_leaf(), operand.ext, operand.label);
-    const shape<R> s = operand.arg.extents();
-    auto a = uninitialized<T, R, default_memory_space>(s, "kax::grad residual");
-    ctx.write(output_target<T, R>{a.data(), to_multi_index(s), to_multi_index(row_major_strides(s)), true},
-              operand.arg);
+    const auto a = evaluate_fresh<T>(ctx, operand.arg, "kax::grad residual");
     ctx.residuals.keep(node.buffer.stamp.data(), Side, a);  // for copies of this node
     return LabelExpr<NL, ArrayLeaf<T, R, default_memory_space>>(a.as_leaf(), operand.ext, operand.label);
   }
