@@ -7,14 +7,17 @@
 //   fused  y = a*b + sin(c)*2 - d/e         (5 reads + 1 write, 48 B/element, one transcendental)
 //   rows   y = a + expand_dims(r, 1)        (a, y seen as 2^20 rows of 16, r one value per row:
 //                                            16.5 B/element; the strided kernel's cost per row)
+//   bias   y = sin(a + v)                   (a, y seen as 2^14 rows of 1024, v (1024,) added to
+//                                            every row as a bias is: 16 B/element; a broadcast
+//                                            whose every operand walks the row)
 // Variants:
 //   kax          `y = expr;` into a preallocated kax::Array (one fused kernel, no temporary)
 //   omp          `#pragma omp parallel for simd` over raw pointers, std::sin
 //   omp_libmvec  the same loop calling glibc's vector sin (_ZGVeN8v_sin) — what a skilled engineer
-//                writes on this machine without -ffast-math (fused only)
+//                writes on this machine without -ffast-math (fused, bias)
 //   kokkos       Kokkos::parallel_for(RangePolicy) over Views, Kokkos::Experimental::sin
 //   eigen        Eigen::ArrayXd expression, single-threaded (Eigen does not thread elementwise)
-//   eigen_omp    Eigen's expression per thread chunk under `omp parallel` (fused only)
+//   eigen_omp    Eigen's expression per thread chunk under `omp parallel` (fused, bias)
 // Thread count comes from Kokkos (initialized once per process): bench/run_elementwise.sh runs
 // the binary with --kokkos-num-threads=1 and =2 and OMP_NUM_THREADS to match.
 #include <benchmark/benchmark.h>
@@ -44,6 +47,7 @@ namespace {
 constexpr std::size_t n = std::size_t{1} << 24;
 constexpr double s = 3.0;
 constexpr std::size_t row_len = 16, row_count = n / row_len;  // the rows kernel's shape
+constexpr std::size_t bias_len = 1024, bias_rows = n / bias_len;  // the bias kernel's shape
 
 using vec = kax::Array<double, 1>;
 using eigen_map = Eigen::Map<Eigen::ArrayXd>;
@@ -268,6 +272,73 @@ void rows_eigen(benchmark::State& state) {
   finish_rows(state);
 }
 
+// ---- bias: y[i, :] = sin(a[i, :] + v), rows of 1024 ---------------------------------------------
+// v is r's first 1024 values.  Bytes: a and y (16 B/element).
+void bias_kax(benchmark::State& state) {
+  auto& o = ops();
+  kax::ArrayView<double, 2> y(o.y.data(), {bias_rows, bias_len});
+  const kax::ArrayView<double, 2> a(o.a.data(), {bias_rows, bias_len});
+  const kax::ArrayView<double, 1> v(o.r.data(), {bias_len});
+  for (auto _ : state) y = kax::sin(a + v);
+  finish(state, 2);
+}
+void bias_omp_libmvec(benchmark::State& state) {
+  auto& o = ops();
+  double* __restrict y = o.y.data();
+  const double *__restrict a = o.a.data(), *__restrict v = o.r.data();
+  for (auto _ : state) {
+#pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < bias_rows; ++i) {
+#pragma omp simd
+      for (std::size_t j = 0; j < bias_len; ++j) y[i * bias_len + j] = bench_mvec_sin(a[i * bias_len + j] + v[j]);
+    }
+  }
+  finish(state, 2);
+}
+void bias_eigen(benchmark::State& state) {
+  auto& o = ops();
+  using rows_t = Eigen::Array<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<rows_t> y(o.y.data(), Eigen::Index(bias_rows), Eigen::Index(bias_len));
+  const Eigen::Map<const rows_t> a(o.a.data(), Eigen::Index(bias_rows), Eigen::Index(bias_len));
+  const Eigen::Map<const Eigen::Array<double, 1, Eigen::Dynamic>> v(o.r.data(), bias_len);
+  for (auto _ : state) y = (a.rowwise() + v).sin();
+  finish(state, 2);
+}
+void bias_eigen_omp(benchmark::State& state) {
+  auto& o = ops();
+  using rows_t = Eigen::Array<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::Map<const Eigen::Array<double, 1, Eigen::Dynamic>> v(o.r.data(), bias_len);
+  for (auto _ : state) {
+#pragma omp parallel
+    {
+      const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
+      const std::size_t nt = static_cast<std::size_t>(omp_get_num_threads());
+      const std::size_t lo = bias_rows * t / nt, len = bias_rows * (t + 1) / nt - lo;
+      Eigen::Map<rows_t> y(o.y.data() + lo * bias_len, Eigen::Index(len), Eigen::Index(bias_len));
+      const Eigen::Map<const rows_t> a(o.a.data() + lo * bias_len, Eigen::Index(len), Eigen::Index(bias_len));
+      y = (a.rowwise() + v).sin();
+    }
+  }
+  finish(state, 2);
+}
+
+// The bias kernel against a scalar std::sin loop (a few ulp).
+bool check_bias() {
+  auto& o = ops();
+  std::fill(o.y.data(), o.y.data() + n, 0.0);
+  kax::ArrayView<double, 2> y(o.y.data(), {bias_rows, bias_len});
+  y = kax::sin(kax::ArrayView<double, 2>(o.a.data(), {bias_rows, bias_len}) +
+               kax::ArrayView<double, 1>(o.r.data(), {bias_len}));
+  double worst = 0;
+  for (std::size_t i = 0; i < bias_rows; i += 13)
+    for (std::size_t j = 0; j < bias_len; ++j) {
+      const double ref = std::sin(o.a.data()[i * bias_len + j] + o.r.data()[j]);
+      worst = std::max(worst, std::abs(o.y.data()[i * bias_len + j] - ref));
+    }
+  std::fprintf(stderr, "check bias/kax: max abs error %.3g\n", worst);
+  return worst < 1e-14;
+}
+
 // The rows kernel against a naive loop (exact: one addition per element).
 bool check_rows() {
   auto& o = ops();
@@ -318,7 +389,7 @@ int main(int argc, char** argv) {
   {
     benchmark::AddCustomContext("kax_elements", std::to_string(n));
     if (!kax_bench::start(argc, argv, nullptr)) return 1;
-    if (!check_fused() || !check_rows()) {
+    if (!check_fused() || !check_rows() || !check_bias()) {
       std::fprintf(stderr, "bench_elementwise: a variant computes wrong values\n");
       return 2;
     }
@@ -332,6 +403,8 @@ int main(int argc, char** argv) {
         {"fused/eigen", fused_eigen},   {"fused/eigen_omp", fused_eigen_omp},
         {"rows/kax", rows_kax},         {"rows/omp", rows_omp},
         {"rows/eigen", rows_eigen},
+        {"bias/kax", bias_kax},         {"bias/omp_libmvec", bias_omp_libmvec},
+        {"bias/eigen", bias_eigen},     {"bias/eigen_omp", bias_eigen_omp},
     };
     kax_bench::run(cases);
     data.reset();  // Views must go before Kokkos::finalize

@@ -19,12 +19,13 @@ import sys
 BEGIN = "<!-- elementwise:begin -->"
 END = "<!-- elementwise:end -->"
 # Bytes moved per element, as STREAM counts (reads + writes, no write-allocate).
-BYTES_PER_ELEMENT = {"copy": 16, "triad": 24, "fused": 48, "rows": 16.5}
+BYTES_PER_ELEMENT = {"copy": 16, "triad": 24, "fused": 48, "rows": 16.5, "bias": 16}
 KERNELS = {
     "copy": "`y = a`",
     "triad": "`y = a + s*b`",
     "fused": "`y = a*b + sin(c)*2 - d/e`",
     "rows": "`y = a + expand_dims(r, 1)`, rows of 16",
+    "bias": "`y = sin(a + v)`, v added to rows of 1024",
 }
 VARIANTS = {
     "kax": "kax `y = expr;`",
@@ -91,7 +92,8 @@ def markdown(res, ctxs):
         f"Machine: {cpu_description()}; run {ctx.get('date', '')[:10]}. "
         f"2^{int(ctx['kax_elements']).bit_length() - 1} doubles per array; GB/s counts reads + "
         f"writes (copy 16 B/element, triad 24, fused 48: five inputs, one output; rows 16.5: a and y "
-        f"seen as 2^20 rows of 16, r one value per row, NumPy broadcasting). Each cell is the "
+        f"seen as 2^20 rows of 16, r one value per row, NumPy broadcasting; bias 16: a and y seen as "
+        f"2^14 rows of 1024, v (1024,) added to every row). Each cell is the "
         f"best of 5 repetitions (median in parentheses); ratios use the best. The thread count is "
         f"the process's (Kokkos and OpenMP); Eigen runs on one thread in both processes.",
         "",
@@ -163,7 +165,7 @@ def plot(res, png):
         print("plot_performance.py: matplotlib missing, no PNG written", file=sys.stderr)
         return
     threads = sorted(res)
-    fig, axes = plt.subplots(1, len(KERNELS), figsize=(13, 4))
+    fig, axes = plt.subplots(1, len(KERNELS), figsize=(16, 4))
     for ax, kernel in zip(axes, KERNELS):
         vars_ = [v for v in VARIANTS if (kernel, v) in res[threads[0]]]
         width = 0.8 / len(threads)

@@ -397,3 +397,58 @@ TEST_CASE("broadcasting over many short rows and few long ones matches a naive l
         }
   }
 }
+
+TEST_CASE("fused kernels give the naive loop's values whether their rows walk, are held or are split",
+          "[expr][broadcast]") {
+  // Host kernels read a row through a dense evaluator when every operand walks it with stride 1
+  // (a bias added to a matrix), else through one that may hold an operand (expr/detail/row.hpp).
+  const std::size_t shapes[][3] = {{3, 5, 7}, {2, 4, 33}, {1, 3, 1000}, {4, 9, 16}};
+  for (const auto& s : shapes) {
+    const std::size_t p = s[0], q = s[1], r = s[2];
+    CAPTURE(p, q, r);
+    const auto xv = values<double>(p * q * r, -2, 2, 21), vv = values<double>(r, -1, 1, 22),
+               wv = values<double>(q * r, -1, 1, 23), uv = values<double>(q, -1, 1, 24);
+    const auto x = kax::from<double, 3>(xv, {p, q, r});
+    const auto v = kax::from<double, 1>(vv, {r});
+    const auto w = kax::from<double, 2>(wv, {q, r});
+    const auto u = kax::from<double, 2>(uv, {q, 1});
+    auto at = [&](std::size_t i, std::size_t j, std::size_t k) { return (i * q + j) * r + k; };
+    auto check = [&](const kax::Array<double, 3>& y, auto&& want) {
+      REQUIRE(y.extents() == kax::shape<3>{p, q, r});
+      const auto got = kax::to_vector(y);
+      for (std::size_t i = 0; i < p; ++i)
+        for (std::size_t j = 0; j < q; ++j)
+          for (std::size_t k = 0; k < r; ++k)
+            REQUIRE(got[at(i, j, k)] == Approx(want(i, j, k)).epsilon(1e-14).margin(1e-14));
+    };
+    SECTION("every operand walks: dense rows") {
+      check(kax::tanh(x + v) * w, [&](auto i, auto j, auto k) { return std::tanh(xv[at(i, j, k)] + vv[k]) * wv[j * r + k]; });
+      check(kax::where(x > 0.0, x + v, x * w), [&](auto i, auto j, auto k) {
+        const double e = xv[at(i, j, k)];
+        return e > 0 ? e + vv[k] : e * wv[j * r + k];
+      });
+    }
+    SECTION("one operand held along the row") {
+      check(x * u + v, [&](auto i, auto j, auto k) { return xv[at(i, j, k)] * uv[j] + vv[k]; });
+      check(kax::where(x > 0.0, x + v, u + 0.0 * x),
+            [&](auto i, auto j, auto k) { return xv[at(i, j, k)] > 0 ? xv[at(i, j, k)] + vv[k] : uv[j]; });
+    }
+    SECTION("concatenations: rows from one operand, and rows split between operands") {
+      const auto whole = kax::concatenate(std::make_tuple(kax::slice(x, {kax::range(0, 1)}), kax::slice(x, {kax::range(1, static_cast<long>(p))})), 0);
+      check(whole + v, [&](auto i, auto j, auto k) { return xv[at(i, j, k)] + vv[k]; });
+      if (r > 1) {
+        const auto split = kax::concatenate(std::make_tuple(kax::slice(x, {kax::colon, kax::colon, kax::range(0, 1)}),
+                                                            kax::slice(x, {kax::colon, kax::colon, kax::range(1, static_cast<long>(r))})),
+                                            2);
+        check(split * v, [&](auto i, auto j, auto k) { return xv[at(i, j, k)] * vv[k]; });
+      }
+    }
+    SECTION("random numbers fused with a walking operand") {
+      const auto key = kax::random::key(5);
+      const kax::Array<double, 3> noise = kax::random::uniform<double>(key, kax::shape<3>{p, q, r});
+      const auto nv = kax::to_vector(noise);
+      check(kax::random::uniform<double>(key, kax::shape<3>{p, q, r}) + v,
+            [&](auto i, auto j, auto k) { return nv[at(i, j, k)] + vv[k]; });
+    }
+  }
+}

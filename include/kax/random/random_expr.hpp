@@ -80,6 +80,8 @@ struct random_row {
   }
   bool unit() const { return true; }
   random_row as_unit() const { return *this; }
+  bool dense() const { return true; }  // computed, no memory walk
+  random_row as_dense() const { return *this; }
 };
 
 }  // namespace detail

@@ -64,6 +64,10 @@ struct concat_row {
   auto as_unit() const {
     return convert<decltype(rows[0].as_unit())>(std::make_index_sequence<N>{});
   }
+  bool dense() const { return !split && rows[0].dense(); }  // rows[0] alone is read
+  auto as_dense() const {
+    return dense_rows<decltype(rows[0].as_dense())>(std::make_index_sequence<N>{});
+  }
 
  private:
   // The last segment starting at or before j (empty segments start where the next one does).
@@ -75,6 +79,10 @@ struct concat_row {
   template <class U, std::size_t... K>
   concat_row<U, N> convert(std::index_sequence<K...>) const {
     return {{rows[K].as_unit()...}, starts, split};
+  }
+  template <class U, std::size_t... K>
+  concat_row<U, N> dense_rows(std::index_sequence<K...>) const {
+    return {{rows[K].as_dense()...}, starts, split};
   }
 };
 

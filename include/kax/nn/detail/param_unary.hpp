@@ -42,6 +42,8 @@ struct ParamUnaryExpr : expression_base {
     row_type at(std::size_t k) const { return {a.at(k), op}; }
     bool unit() const { return a.unit(); }
     auto as_unit() const { return row_type<decltype(a.as_unit())>{a.as_unit(), op}; }
+    bool dense() const { return a.dense(); }
+    auto as_dense() const { return row_type<decltype(a.as_dense())>{a.as_dense(), op}; }
   };
   auto row(const multi_index<rank>& i) const {
     auto a = kax::detail::row_of(arg, i);
