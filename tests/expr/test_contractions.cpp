@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -499,6 +500,49 @@ TEMPLATE_TEST_CASE("a 256x300 @ 300x200 GEMM stays within the rounding-error bou
       worst = std::max(worst, err / bound);
     }
   REQUIRE(worst <= 1.0);
+}
+
+// Eigen's GEMM adds into C; kax zeroes a large C first with a kernel of its own on every thread
+// ("kax::gemm<zero C>", exec/host_gemm.hpp).  The destinations hold NaN beforehand, so a block
+// of C that the zeroing missed would read NaN.  Operands are small integers: every sum is exact.
+TEMPLATE_TEST_CASE("a large GEMM zeroes its whole destination first, contiguous or strided, one batch or several",
+                   "[matmul][gemm]", float, double) {
+  using T = TestType;
+  const bool team = Kokkos::DefaultHostExecutionSpace::concurrency() > 1;
+  {
+    constexpr std::size_t m = 256, k = 300, n = 200;  // C: 200 KB in float
+    const auto a = filled<T>(m, k, 3);
+    const auto b = filled<T>(k, n, 4);
+    auto c = kax::full<T, 2>({m, n}, std::numeric_limits<T>::quiet_NaN());
+    launch_counter launches;
+    kax::ArrayView<T, 2>(c.data(), {m, n}) = kax::matmul(a, b);
+    INFO(launch_counter::all());
+    REQUIRE(launches.launched("kax::gemm<zero C>") == team);
+    require_values(c, naive_matmul(as_doubles(a), as_doubles(b), m, k, n));
+  }
+  {
+    // "bij,bjk->ibk": each batch's C has a column stride of B * K, not its row count.
+    constexpr std::size_t nb = 2, i = 200, j = 64, kk = 192;  // each batch's C: 150 KB in float
+    const auto a2 = filled<T>(nb * i, j, 5);
+    const auto b2 = filled<T>(nb * j, kk, 6);
+    const kax::Array<T, 3> a = kax::reshape(a2, {long(nb), long(i), long(j)});
+    const kax::Array<T, 3> b = kax::reshape(b2, {long(nb), long(j), long(kk)});
+    auto c = kax::full<T, 3>({i, nb, kk}, std::numeric_limits<T>::quiet_NaN());
+    launch_counter launches;
+    kax::ArrayView<T, 3>(c.data(), {i, nb, kk}) = kax::einsum<"bij,bjk->ibk">(a, b);
+    INFO(launch_counter::all());
+    REQUIRE(launches.launched("kax::gemm<zero C>") == team);
+    const auto va = as_doubles(a2), vb = as_doubles(b2);
+    std::vector<double> want(i * nb * kk);
+    for (std::size_t p = 0; p < nb; ++p) {
+      const std::vector<double> ap(va.begin() + long(p * i * j), va.begin() + long((p + 1) * i * j));
+      const std::vector<double> bp(vb.begin() + long(p * j * kk), vb.begin() + long((p + 1) * j * kk));
+      const std::vector<double> cp = naive_matmul(ap, bp, i, j, kk);
+      for (std::size_t r = 0; r < i; ++r)
+        for (std::size_t q = 0; q < kk; ++q) want[(r * nb + p) * kk + q] = cp[r * kk + q];
+    }
+    require_values(c, want);
+  }
 }
 
 // ---- 6. the planner: a contraction feeding elementwise work is computed once -------------------

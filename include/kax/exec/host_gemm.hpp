@@ -195,17 +195,25 @@ void eigen_gemm_one_thread(const T* a, std::ptrdiff_t lda, const T* b, std::ptrd
 #endif
 }
 
+// Offsets of batch `batch`'s A, B and C from their data pointers.
 template <class T>
-void gemm_batch(const gemm_problem<T>& g, std::size_t batch, bool one_thread = false) {
-  std::ptrdiff_t oa = 0, ob = 0, oc = 0;
-  std::size_t rest = batch;
+std::array<std::ptrdiff_t, 3> gemm_batch_offsets(const gemm_problem<T>& g, std::size_t batch) {
+  std::array<std::ptrdiff_t, 3> o{};
   for (std::size_t d = g.batch_rank; d-- > 0;) {
-    const auto i = static_cast<std::ptrdiff_t>(rest % g.batch_ext[d]);
-    rest /= g.batch_ext[d];
-    oa += i * g.a.batch_stride[d];
-    ob += i * g.b.batch_stride[d];
-    oc += i * g.c_batch_stride[d];
+    const auto i = static_cast<std::ptrdiff_t>(batch % g.batch_ext[d]);
+    batch /= g.batch_ext[d];
+    o[0] += i * g.a.batch_stride[d];
+    o[1] += i * g.b.batch_stride[d];
+    o[2] += i * g.c_batch_stride[d];
   }
+  return o;
+}
+
+// C = A B for one batch.  one_thread: Eigen's single-thread kernel where it applies (inside a
+// parallel region, or inline on a host device's thread); c_zeroed: C is zero already.
+template <class T>
+void gemm_batch(const gemm_problem<T>& g, std::size_t batch, bool one_thread = false, bool c_zeroed = false) {
+  const auto [oa, ob, oc] = gemm_batch_offsets(g, batch);
   if (g.m == 0) return;
   if (gemm_is_small(g)) {
     static constexpr auto table = small_gemm_table<T>(std::make_index_sequence<gemm_small_extent>{});
@@ -228,7 +236,7 @@ void gemm_batch(const gemm_problem<T>& g, std::size_t batch, bool one_thread = f
       g.c + oc, m, n, Eigen::OuterStride<>(g.n == 1 ? std::max<Eigen::Index>(m, 1) : g.c_cs));
   with_eigen_matrix(g.a.data + oa, g.a.rs, g.a.cs, g.m, g.k, [&](const auto& a) {
     with_eigen_matrix(g.b.data + ob, g.b.rs, g.b.cs, g.k, g.n, [&](const auto& b) {
-      zero_columns(c.data(), c.outerStride(), m, n);
+      if (!c_zeroed) zero_columns(c.data(), c.outerStride(), m, n);
       if (g.k > 0) c.noalias() += a * b;
     });
   });
@@ -249,6 +257,37 @@ struct gemm_batch_kernel {
     if (small) small(g, b0, b1);
     else
       for (std::size_t b = b0; b < b1; ++b) gemm_batch(g, b, true);
+  }
+};
+
+// Eigen's GEMM accumulates into C (C += A B), so C is zeroed first.  Eigen's own products zero it
+// on the calling thread alone while the rest of the team waits: in the training bench (8 GEMMs of
+// 256 x 512 x 512 a step) that memset was 2.9 % of all samples, every one on the calling thread,
+// its partner spinning meanwhile.  kax zeroes a large C with the whole team instead, part t about
+// the columns that Eigen's parallel GEMM then gives thread t (it splits C's columns evenly); the
+// step went from 0.96x the hand-written Eigen step, which zeroes on one thread, to 1.02-1.04x
+// (docs/performance.md).  A C smaller than gemm_parallel_zero_bytes is zeroed by the GEMM's
+// caller: a kernel launch costs more than its memset.
+inline constexpr std::size_t gemm_parallel_zero_bytes = std::size_t{128} << 10;
+
+// Work item i zeroes part i % parts of batch i / parts's C: a contiguous C in equal runs of
+// elements, a strided one in runs of columns.
+template <class T>
+struct gemm_zero_kernel {
+  gemm_problem<T> g;
+  std::size_t parts;
+
+  void operator()(const std::int64_t i) const {
+    const std::size_t batch = static_cast<std::size_t>(i) / parts, p = static_cast<std::size_t>(i) % parts;
+    T* c = g.c + gemm_batch_offsets(g, batch)[2];
+    const auto m = static_cast<std::ptrdiff_t>(g.m);
+    if (g.n == 1 || g.c_cs == m) {
+      const std::size_t total = g.m * g.n, lo = total * p / parts, hi = total * (p + 1) / parts;
+      std::fill(c + lo, c + hi, T(0));
+    } else {
+      const std::size_t lo = g.n * p / parts, hi = g.n * (p + 1) / parts;
+      zero_columns(c + static_cast<std::ptrdiff_t>(lo) * g.c_cs, g.c_cs, m, static_cast<std::ptrdiff_t>(hi - lo));
+    }
   }
 };
 
@@ -278,7 +317,14 @@ void run_gemm(const ExecSpace& space, const gemm_problem<T>& g) {
 #if defined(KOKKOS_ENABLE_OPENMP)
     if constexpr (std::is_same_v<ExecSpace, Kokkos::OpenMP>) inline_here = Kokkos::OpenMP::in_parallel();
 #endif
-    for (std::size_t i = 0; i < g.batches; ++i) gemm_batch(g, i, inline_here);
+    const bool zero_here = !inline_here && conc > 1 && !gemm_is_small(g) &&
+                           g.m * g.n * sizeof(T) >= gemm_parallel_zero_bytes;
+    if (zero_here)
+      Kokkos::parallel_for("kax::gemm<zero C>",
+                           Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(
+                               space, 0, static_cast<std::int64_t>(g.batches * conc)),
+                           gemm_zero_kernel<T>{g, conc});
+    for (std::size_t i = 0; i < g.batches; ++i) gemm_batch(g, i, inline_here, zero_here);
   }
 }
 
