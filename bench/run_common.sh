@@ -29,9 +29,14 @@ bench_process() {
   shift 3
   # Unpinned (OMP_PROC_BIND=false): on a shared 2-core machine a pinned thread that loses its
   # core stalls every barrier; unpinned threads migrate to whichever core is free.
+  # Random interleaving runs the repetitions of all cases in one shuffled order: this VM's speed
+  # drifts by up to 1.5x from minute to minute.  Timed in blocks, three runs of one build put the
+  # training ratio at 0.91x, 1.13x and 1.13x; interleaved, three runs of a build agreed within 2%
+  # (docs/performance.md, "Measuring it").
   env "$@" OMP_NUM_THREADS="$t" OMP_PROC_BIND=false \
     "$build/bench/bench_$name" --kokkos-threads="$t" --kokkos-disable-warnings \
-    --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+    --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
+    --benchmark_report_aggregates_only=true \
     --benchmark_min_time="$min_time" \
     --benchmark_out="$out" --benchmark_out_format=json
 }

@@ -15,9 +15,11 @@ mkdir -p "$results"
 for t in 1 2; do
   echo "== bench_elementwise, $t thread(s)"
   # Pinning keeps each OpenMP thread on its own core (Kokkos also warns when it is unset).
+  # Repetitions interleave at random across cases, as in run_common.sh (why: there).
   OMP_NUM_THREADS=$t OMP_PROC_BIND=true OMP_PLACES=cores \
     "$build/bench/bench_elementwise" --kokkos-threads="$t" --kokkos-disable-warnings \
-    --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+    --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
+    --benchmark_report_aggregates_only=true \
     --benchmark_min_time="$min_time" \
     --benchmark_out="$results/elementwise_${t}t.json" --benchmark_out_format=json
 done
