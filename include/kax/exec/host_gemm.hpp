@@ -213,7 +213,10 @@ std::array<std::ptrdiff_t, 3> gemm_batch_offsets(const gemm_problem<T>& g, std::
 // parallel region, or inline on a host device's thread); c_zeroed: C is zero already.
 template <class T>
 void gemm_batch(const gemm_problem<T>& g, std::size_t batch, bool one_thread = false, bool c_zeroed = false) {
-  const auto [oa, ob, oc] = gemm_batch_offsets(g, batch);
+  // Plain variables, not a structured binding: the lambdas below capture them (clang before 16
+  // rejects capturing a binding).
+  const std::array<std::ptrdiff_t, 3> off = gemm_batch_offsets(g, batch);
+  const std::ptrdiff_t oa = off[0], ob = off[1], oc = off[2];
   if (g.m == 0) return;
   if (gemm_is_small(g)) {
     static constexpr auto table = small_gemm_table<T>(std::make_index_sequence<gemm_small_extent>{});
