@@ -94,7 +94,8 @@ def markdown(res, ctxs):
         f"writes (copy 16 B/element, triad 24, fused 48: five inputs, one output; rows 16.5: a and y "
         f"seen as 2^20 rows of 16, r one value per row, NumPy broadcasting; bias 16: a and y seen as "
         f"2^14 rows of 1024, v (1024,) added to every row). Each cell is the "
-        f"best of 5 repetitions, interleaved at random with the other cases' (median in parentheses); ratios use the best. The thread count is "
+        f"best of 5 repetitions, interleaved at random with the other cases' (median in "
+        f"parentheses); ratios use the best. The thread count is "
         f"the process's (Kokkos and OpenMP); Eigen runs on one thread in both processes.",
         "",
         "| kernel | variant | " + " | ".join(f"{t} thread{'s' if t > 1 else ''} GB/s" for t in threads) + " |",
@@ -244,7 +245,8 @@ def red_markdown(runs, png_written):
     lines += [
         f"Machine: {cpu_description()}; run {ctx.get('date', '')[:10]}. One process per thread "
         "count (Kokkos and OpenMP, `OMP_PROC_BIND=false`); kernels warm (each case runs before it "
-        "is timed). Each cell is the best of 5 repetitions, interleaved at random with the other cases' (median in parentheses), in ms; the rate "
+        "is timed). Each cell is the best of 5 repetitions, interleaved at random with the other "
+        "cases' (median in parentheses), in ms; the rate "
         "is the best repetition's, counting the minimum traffic (every input read once, the output "
         "written once) or, for matmul, flops.",
         "",

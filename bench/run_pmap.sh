@@ -77,7 +77,8 @@ date = docs[0]["context"].get("date", "")[:10]
 L = ["<!-- pmap:begin -->", "## pmap", "",
      f"Run {date} on 2 cores. One process per configuration: host devices (`KAX_HOST_DEVICES`) and "
      "Kokkos/OpenMP threads (`--kokkos-threads`, `OMP_PROC_BIND=false`); devices are oneTBB tasks. "
-     "Each cell is the best of 5 repetitions, interleaved at random with the other cases' (median in parentheses), in ms; the rate is the "
+     "Each cell is the best of 5 repetitions, interleaved at random with the other cases' "
+     "(median in parentheses), in ms; the rate is the "
      "median's, counting the minimum traffic (every input read once, the output written once). "
      "N = 2^22.", "",
      "| case | variant | devices | threads | ms | rate |", "|---|---|---:|---:|---:|---:|"]

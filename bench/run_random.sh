@@ -37,7 +37,8 @@ threads = sorted(runs, reverse=True)
 L = ["<!-- random:begin -->", "## random", "",
      run_line(runs, threads) + " One process per thread count (Kokkos "
      "and OpenMP, `OMP_PROC_BIND=false`); kernels warm; key = `kax::random::key(42)`. Each cell is the "
-     "best of 5 repetitions, interleaved at random with the other cases' (median in parentheses), in ms; the rate is the median's, in samples "
+     "best of 5 repetitions, interleaved at random with the other cases' (median in "
+     "parentheses), in ms; the rate is the median's, in samples "
      "generated per second. The hand-written baseline is its own scalar threefry2x32-20 and XLA's "
      "float erfinv (log1pf from glibc's libmvec) in an `omp simd` loop, checked at startup to give "
      "kax's values to 2 ulp.", "",

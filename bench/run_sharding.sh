@@ -72,7 +72,8 @@ L = ["<!-- sharding:begin -->", "## Sharding (shard_map and jit)", "",
      "`make_mesh({n}, {\"x\"})`: every device multiplies its rows of A by all of B (one Eigen GEMM "
      "in its program). One process per configuration: host devices (`KAX_HOST_DEVICES`) and "
      "Kokkos/OpenMP threads (`--kokkos-threads`, `OMP_NUM_THREADS`, `OMP_PROC_BIND=false`); devices "
-     "are oneTBB tasks. Each cell is the best of 5 repetitions, interleaved at random with the other cases' (median in parentheses), in ms; "
+     "are oneTBB tasks. Each cell is the best of 5 repetitions, interleaved at random with the "
+     "other cases' (median in parentheses), in ms; "
      "GFLOP/s is the median's (2 × 2048³ flops).", "",
      "| variant | devices | threads | ms | GFLOP/s |", "|---|---:|---:|---:|---:|"]
 for var, name in VARIANTS.items():

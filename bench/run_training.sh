@@ -38,7 +38,8 @@ threads = sorted(runs, reverse=True)
 L = ["<!-- training:begin -->", "## Training (grad + optimizer)", "",
      run_line(runs, threads) + " One process per thread count (Kokkos, OpenMP and Eigen's GEMM "
      "threads, `OMP_PROC_BIND=false`); kernels warm. Each cell is the best of 5 repetitions, "
-     "interleaved at random with the other cases' (median in parentheses), in ms; the rate is the median's, counting the 8 GEMMs of a step.", "",
+     "interleaved at random with the other cases' (median in parentheses), in ms; the rate is "
+     "the median's, counting the 8 GEMMs of a step.", "",
      *time_header(threads)]
 for case, (title, flop) in CASES.items():
     for var, name in VARIANTS.items():

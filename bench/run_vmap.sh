@@ -40,7 +40,8 @@ threads = sorted(runs, reverse=True)
 L = ["<!-- vmap:begin -->", "## vmap", "",
      run_line(runs, threads) + " One process per thread count (Kokkos "
      "and OpenMP, `OMP_PROC_BIND=false`); kernels warm. Each cell is the best of 5 repetitions, "
-     "interleaved at random with the other cases' (median in parentheses), in ms; the rate is the median's, counting the minimum traffic (every "
+     "interleaved at random with the other cases' (median in parentheses), in ms; the rate is "
+     "the median's, counting the minimum traffic (every "
      "input read once, the output written once).", "",
      *time_header(threads)]
 for case, (title, nbytes) in CASES.items():
