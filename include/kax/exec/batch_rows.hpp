@@ -10,13 +10,12 @@
 // cache when its output is written.  Materializations vmap did not batch (they depend on no mapped
 // argument) are computed before, once, as usual.
 //
-// When it pays: with two or more batched stages (softmax's max and sum, a dot feeding a softmax),
-// each of which the staged plan runs as a separate pass over the whole batch.  With a single
-// stage the staged plan stays: on the host it measured faster (the seed's dot(x, w) + sin(x),
-// 10000 x 256 float, one thread: 0.70 ms staged, 0.90 ms row-fused), because its two passes
-// stream memory at full speed while the second finds x in the last-level cache, whereas the fused
-// loop alternates between a memory-bound row-dot and compute-bound elementwise work that the core
-// cannot overlap.
+// When it applies: with two or more batched stages (softmax's max and sum, a dot feeding a
+// softmax), each of which the staged plan runs as a separate pass over the whole batch.  On the
+// host it is not faster: measured on 2026-12-07, vmapped softmax ran 0-17 % slower than with the
+// staged plan (docs/performance.md, vmap section).  With a single stage the staged plan stays:
+// row by row, the fused kernel measured no faster for rows of 256 floats (the seed's
+// dot(x, w) + sin(x)) and slower for short rows.
 //
 // The plan applies on host execution spaces when every batched stage can compute single rows
 // (inner reductions of one block, matrix-vector row-dots; exec/reduce_kernels.hpp,
@@ -117,29 +116,31 @@ inline std::size_t batch_rows_per_item(std::size_t batch, std::size_t row_elemen
   return host_rows_per_item(batch, row_elements, concurrency, 8192);
 }
 
+// The output rows' kernels are built once per launch, not per work item: each holds a copy of
+// the expression, and copying its Kokkos views costs two atomic reference-count updates per view.
+// With one batch row per item (the seed, one thread) that cost was 28 ns per row: 1.15 ms instead
+// of 0.87 ms for 10000 rows of 256 floats.
 template <class T, std::size_t R, class E>
 struct batch_rows_kernel {
   const std::vector<row_stage>* stages;
   output_target<T, R> out;
-  E expr;
+  flat_host_kernel<T, E> flat_rows;      // flat: chunk b is batch row b
+  strided_host_kernel<T, R, E> strided;  // otherwise (rank 1: only its expression is used)
   std::size_t batch, rows_per_item, per_batch;  // per_batch: output rows (strided) or elements (flat)
   bool flat;
-  bool rows;  // rows_exact(expr)
 
   void operator()(const std::int64_t w) const {
     const std::size_t b0 = static_cast<std::size_t>(w) * rows_per_item;
     const std::size_t b1 = std::min(batch, b0 + rows_per_item);
     for (const row_stage& s : *stages) s.run(b0, b1);
     if (flat) {
-      const flat_host_kernel<T, E> k{out.data, expr, batch * per_batch, per_batch};
-      for (std::size_t b = b0; b < b1; ++b) k(static_cast<std::int64_t>(b));
+      for (std::size_t b = b0; b < b1; ++b) flat_rows(static_cast<std::int64_t>(b));
     } else if constexpr (R == 1) {
       // One element per batch row (f returned a scalar): the output's only axis is the batch.
       for (std::size_t b = b0; b < b1; ++b)
-        out.data[out.offset(multi_index<1>{b})] = static_cast<T>(expr.evaluate(multi_index<1>{b}));
+        out.data[out.offset(multi_index<1>{b})] = static_cast<T>(strided.expr.evaluate(multi_index<1>{b}));
     } else {
-      const strided_host_kernel<T, R, E> k{out, expr, 1, out.ext[R - 1], rows};
-      k.run_rows(b0 * per_batch, b1 * per_batch);
+      strided.run_rows(b0 * per_batch, b1 * per_batch);
     }
   }
 };
@@ -169,10 +170,17 @@ bool run_batch_rows(const ExecSpace& space, const output_target<T, R>& out, cons
     const auto conc = static_cast<std::size_t>(ExecSpace::concurrency());
     const std::size_t rows = batch_rows_per_item(batch, n / batch, conc);
     const auto items = static_cast<std::int64_t>((batch + rows - 1) / rows);
+    const batch_rows_kernel<T, R, E> kernel{&plan.stages,
+                                            out,
+                                            flat_host_kernel<T, E>{out.data, e.expr, n, n / batch},
+                                            strided_host_kernel<T, R, E>{out, e.expr, 1, out.ext[R - 1],
+                                                                         rows_exact(e.expr)},
+                                            batch,
+                                            rows,
+                                            per_batch,
+                                            flat};
     Kokkos::parallel_for(std::string("kax::eval<batch rows,") + dtype_name<T>() + ",rank" + std::to_string(R) + ">",
-                         Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, items),
-                         batch_rows_kernel<T, R, E>{&plan.stages, out, e.expr, batch, rows, per_batch, flat,
-                                                                    rows_exact(e.expr)});
+                         Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, items), kernel);
     return true;
   }
 }
