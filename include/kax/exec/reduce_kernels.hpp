@@ -186,9 +186,17 @@ struct reduce_host_kernel {
   // the kept index advances as an odometer, and a single reduced axis needs no division at all.
   template <std::size_t LL>
   void run_inner_rows(std::size_t w) const {
+    const std::size_t o0 = w * g.rows_per_item;
+    inner_rows<LL>(o0, std::min(g.n_out, o0 + g.rows_per_item));
+  }
+
+  // Output elements [o0, o1), each one whole inner reduction (one block): the row stages of the
+  // row-fused plan (exec/batch_rows.hpp) run the staged kernel's row loop on their batch rows.
+  void run_outputs(std::size_t o0, std::size_t o1) const { inner_rows<L_row>(o0, o1); }
+
+  template <std::size_t LL>
+  void inner_rows(std::size_t o0, std::size_t o1) const {
     if constexpr (NR > 0) {
-      const std::size_t o0 = w * g.rows_per_item;
-      const std::size_t o1 = std::min(g.n_out, o0 + g.rows_per_item);
       multi_index<R> idx{};
       const multi_index<K> kept = unravel(o0, g.kept_ext);
       for (std::size_t k = 0; k < K; ++k) idx[g.kept_axes[k]] = kept[k];

@@ -96,9 +96,11 @@ struct ReduceExpr : expression_base, materialization_base {
     f(arg);
   }
 
-  // Batch rows computed one at a time (exec/batch_rows.hpp): when axis 0 of `batch` rows is kept
-  // and each output element is one inner reduction of a single block, output element o is work
-  // item o of the reduction kernel with one element per item.
+  // Batch rows computed a block at a time (exec/batch_rows.hpp): when axis 0 of `batch` rows is
+  // kept and each output element is one inner reduction of a single block, batch rows [b0, b1)
+  // are the kernel's output elements [b0 * per_row, b1 * per_row), reduced by the staged kernel's
+  // row loop (run_outputs).  Element by element, through the generic path, vmapped softmax ran
+  // 7-42 % slower in the row-fused plan than in the staged plan; with this loop, 0-17 %.
   std::optional<detail::row_stage> row_stage(std::size_t batch) const {
     if constexpr (!default_space_is_host || rank == 0 || NR == 0) {
       (void)batch;
@@ -108,13 +110,11 @@ struct ReduceExpr : expression_base, materialization_base {
       if (g.kind != detail::reduce_kind::inner || g.blocks != 1 || axes[0] == 0 || batch == 0 ||
           ext[0] != batch)
         return std::nullopt;
-      g.rows_per_item = 1;
       const std::size_t per_row = g.n_out / batch;
       const detail::reduce_host_kernel<reducer, E, arg_rank, NR> kernel{arg, g, buffer.values.data(), nullptr,
                                                                            detail::rows_exact(arg)};
       return detail::row_stage{[kernel, per_row](std::size_t b0, std::size_t b1) {
-                                 for (std::size_t o = b0 * per_row; o < b1 * per_row; ++o)
-                                   kernel(static_cast<std::int64_t>(o));
+                                 kernel.run_outputs(b0 * per_row, b1 * per_row);
                                },
                                detail::reduce_label<reducer, value_type>(g)};
     }
