@@ -82,8 +82,8 @@ struct strided_host_kernel {
   // Elements [begin, end) of one row, at o[j * st].  Out of line: the vector loop keeps only its
   // own operands in registers across the calls of libmvec it may make.  The loop reads a copy of
   // the row evaluator, not the caller's object through `row`: read through the reference, the
-  // direct softmax (its output pass exp(x - max) / sum, 4096 x 1024 float) ran 1.6-2x slower on
-  // one thread (0.72-0.86x of the hand-written row loop instead of 1.34-1.51x).
+  // direct softmax (its output pass exp(x - max) / sum, 4096 x 1024 float) ran 1.4-2x slower on
+  // one thread (0.72-0.86x of the hand-written row loop instead of 1.24-1.51x).
   template <class Row>
   [[gnu::noinline]] static void write_row(T* __restrict__ o, const std::size_t st, const std::size_t begin,
                                           const std::size_t end, const Row& row) {
