@@ -237,21 +237,37 @@ TEST_CASE("vmap calls the function once and runs the batch as fused kernels", "[
   // Pure elementwise work is one kernel and no temporary.
   const std::string ew = kax::plan_of(kax::vmap([](auto a, auto b) { return a * b + kax::exp(a); })(X, X));
   REQUIRE(kax_test::starts_with(ew, "1 kernel, 0 temporaries"));
-  // Batched softmax: its max (computed once) and sum per row, then the row, in one kernel over
-  // blocks of batch rows.
+  // Batched softmax: two batched stages (its max, computed once, and its sum), then the rows.
+  // Two or more stages keep the staged plan (exec/batch_rows.hpp).
   const std::string sm = kax::plan_of(kax::vmap([](auto r) { return kax::nn::softmax(r); })(X));
   INFO(sm);
-  REQUIRE(kax_test::starts_with(sm, "1 kernel, 2 temporaries"));
-  REQUIRE(contains(sm, "kax::eval<batch rows,float32,rank2>"));
-  REQUIRE(contains(sm, "per row: kax::reduce<max,inner,float32,rank2->1> -> kax::reduce<sum,inner,float32,rank2->1> ->"));
+  REQUIRE(kax_test::starts_with(sm, "3 kernels, 2 temporaries"));
+  REQUIRE(!contains(sm, "batch rows"));
   {
     launch_counter counter;
     y = kax::vmap([](auto r) { return kax::nn::softmax(r); })(X);
-    REQUIRE(counter.kernels == 1);
+    REQUIRE(counter.kernels == 3);
   }
   REQUIRE(y(5, 7) == Approx(1.0f / 16));
-  // A stage that does not run row by row (a batched GEMM) keeps the staged plan.  So does a
-  // single batched stage (the seed above).
+  // One batched inner reduction over rows of at least 256 elements: the sum and the row in one
+  // kernel over blocks of batch rows.  Rows of 16 keep the staged plan.
+  const kax::Array<float, 2> L = kax::ones<float>(40, 256);
+  const auto normalize = [](auto r) { return r / kax::sum(r); };
+  const std::string nl = kax::plan_of(kax::vmap(normalize)(L));
+  INFO(nl);
+  REQUIRE(kax_test::starts_with(nl, "1 kernel, 1 temporary"));
+  REQUIRE(contains(nl, "kax::eval<batch rows,float32,rank2>"));
+  REQUIRE(contains(nl, "per row: kax::reduce<sum,inner,float32,rank2->1> -> kax::eval<elementwise,"));
+  kax::Array<float, 2> yl(40, 256);
+  {
+    launch_counter counter;
+    yl = kax::vmap(normalize)(L);
+    REQUIRE(counter.kernels == 1);
+  }
+  REQUIRE(yl(39, 255) == Approx(1.0f / 256));
+  REQUIRE(kax_test::starts_with(kax::plan_of(kax::vmap(normalize)(X)), "2 kernels, 1 temporary"));
+  // A stage that does not run row by row (a batched GEMM) keeps the staged plan, as does a
+  // matrix-vector row-dot (the seed above).
   const kax::Array<float, 3> Z = kax::ones<float>(8, 20, 20);
   const std::string gemm = kax::plan_of(kax::vmap([](auto a) { return kax::matmul(a, a) + 1.0f; })(Z));
   INFO(gemm);
@@ -323,6 +339,7 @@ TEST_CASE("vmap batches concatenate and stack, broadcasting unmapped operands", 
 
 TEST_CASE("the row-fused plan gives the staged plan's values, also for unbatched stages and aliasing", "[vmap][fusion]") {
   // Rows of different lengths and batch sizes around the block size; x(b, d) = sin(b + 0.1 d).
+  // The row-fused plan runs for one batched reduction over rows of at least 256 (D = 300).
   for (const std::size_t B : {2, 3, 17, 1000}) {
     for (const std::size_t D : {1, 7, 300}) {
       kax::Array<double, 2> X(B, D);
@@ -330,6 +347,19 @@ TEST_CASE("the row-fused plan gives the staged plan's values, also for unbatched
       for (std::size_t b = 0; b < B; ++b)
         for (std::size_t d = 0; d < D; ++d) X(b, d) = std::sin(double(b) + 0.1 * double(d));
       for (std::size_t d = 0; d < D; ++d) w(d) = 1.0 / double(d + 1);
+      // One batched reduction and an unbatched one (sum(w), computed once before the kernel),
+      // written through the strided row loop.
+      auto f1 = [](auto x, auto v) { return x / kax::sum(kax::exp(x)) + kax::sum(v); };
+      const auto e1 = kax::vmap(f1, kax::in_axes(0, kax::none))(X, w);
+      REQUIRE(contains(kax::plan_of(e1), "kax::eval<batch rows") == (D >= 256));
+      const kax::Array<double, 2> Y1 = e1;
+      // The same reduction as the whole output row, (B, D) from examples of shape (D, 3): the
+      // flat row loop.
+      const kax::Array<double, 3> X3 = kax::reshape(X, {long(B), long(D), 1}) *
+                                       kax::from(std::vector<double>{1, -2, 3}, kax::shape<3>{1, 1, 3});
+      const auto e3 = kax::vmap([](auto m) { return kax::sum(m, -1) * 2.0 + 1.0; })(X3);
+      REQUIRE(contains(kax::plan_of(e3), "kax::eval<batch rows") == (D >= 256));
+      const kax::Array<double, 2> Y3 = e3;
       // A batched dot, a batched softmax, and an unbatched stage (sum(w)) computed once before.
       auto f = [](auto x, auto v) { return kax::dot(x, v) * kax::nn::softmax(x) + kax::sum(v); };
       kax::Array<double, 2> Y = kax::vmap(f, kax::in_axes(0, kax::none))(X, w);
@@ -342,9 +372,13 @@ TEST_CASE("the row-fused plan gives the staged plan's values, also for unbatched
           mx = std::max(mx, X(b, d));
         }
         for (std::size_t d = 0; d < D; ++d) se += std::exp(X(b, d) - mx);
+        double sx = 0;
+        for (std::size_t d = 0; d < D; ++d) sx += std::exp(X(b, d));
         for (std::size_t d = 0; d < D; ++d) {
           INFO("B " << B << " D " << D << " b " << b << " d " << d);
           REQUIRE(Y(b, d) == Approx(dt * std::exp(X(b, d) - mx) / se + sw).epsilon(1e-12));
+          REQUIRE(Y1(b, d) == Approx(X(b, d) / sx + sw).epsilon(1e-12));
+          REQUIRE(Y3(b, d) == Approx(4 * X(b, d) + 1).margin(1e-12));
         }
       }
       // A reduction over the example's first axis, row by row as well.
@@ -359,7 +393,8 @@ TEST_CASE("the row-fused plan gives the staged plan's values, also for unbatched
           }
       }
       // A scalar per example from two stages, read through a transpose (not flat): each batch row
-      // writes one element (regression: the row-fused kernel wrote nothing for rank-1 results).
+      // writes one element (regression: the row-fused kernel, which no longer takes rank-1
+      // results, once wrote nothing for them).
       kax::Array<double, 2> XT = kax::transpose(X);
       kax::Array<double, 1> spread = kax::vmap([](auto x) { return kax::max(x) - kax::min(x); }, kax::in_axes(1))(XT);
       for (std::size_t b = 0; b < B; ++b) {
@@ -374,7 +409,8 @@ TEST_CASE("the row-fused plan gives the staged plan's values, also for unbatched
       kax::Array<double, 2> X2 = kax::vmap([](auto x) { return x * 1.0; })(X);
       X2 = kax::vmap(h, kax::in_axes(0, kax::none))(X2, X2);
       REQUIRE(kax::to_vector(X2) == kax::to_vector(want_h));
-      // In place: the destination is an input, so the staged plan (with its alias check) runs.
+      // In place, one batched reduction: the destination is an input, so the staged plan (with its
+      // alias check) runs rather than the row-fused one.
       auto g = [](auto x) { return x - kax::max(x); };
       kax::Array<double, 2> want = kax::vmap(g)(X);
       X = kax::vmap(g)(X);

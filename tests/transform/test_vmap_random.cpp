@@ -355,6 +355,28 @@ TEST_CASE("vmap of reductions matches a loop over the examples", "[vmap][random]
   }
 }
 
+// The planner fuses one batched reduction with its consumer, block of batch rows by block, when
+// each example has at least 256 output elements (exec/batch_rows.hpp); the other cases here have
+// 1 to 6 per axis and run staged.
+TEST_CASE("vmap of one reduction over rows of 256 or more (the row-fused plan) matches a loop", "[vmap][random]") {
+  random_cases rc(2010);
+  auto normalized_rows = [](const auto& x) { return x / kax::sum(kax::abs(x), -1, kax::keepdims); };
+  auto centered_rows = [](const auto& x) { return x - kax::mean(x, -1, kax::keepdims); };
+  auto peaks = [](const auto& x, const auto& w) { return x * w - kax::max(x * w, -1, kax::keepdims) + kax::sum(w); };
+  for (int trial = 0; trial < trials; ++trial) {
+    const std::size_t batch = rc.uniform(2, 40), m = rc.extent(), n = rc.uniform(256, 300);
+    const auto x = rc.mapped<float>(batch, kax::shape<2>{m, n});
+    INFO(describe(x));
+    const std::string plan = kax::plan_of(kax::vmap(centered_rows, kax::in_axes(x.axis))(x.value));
+    REQUIRE(plan.find("kax::eval<batch rows") != std::string::npos);
+    check_vmap(rc, "normalized_rows", normalized_rows, x);
+    check_vmap(rc, "centered_rows", centered_rows, x);
+    check_vmap_out(rc, "centered_rows", centered_rows, x);
+    check_vmap(rc, "peaks", peaks, x, fixed(rc.array<float>(kax::shape<1>{n})));
+    check_vmap(rc, "peaks", peaks, x, rc.mapped<float>(batch, kax::shape<1>{n}));
+  }
+}
+
 TEST_CASE("vmap of dot, matmul and einsum matches a loop over the examples", "[vmap][random]") {
   random_cases rc(3003);
   auto dot = [](const auto& a, const auto& b) { return kax::dot(a, b); };

@@ -10,17 +10,22 @@
 // cache when its output is written.  Materializations vmap did not batch (they depend on no mapped
 // argument) are computed before, once, as usual.
 //
-// When it applies: with two or more batched stages (softmax's max and sum, a dot feeding a
-// softmax), each of which the staged plan runs as a separate pass over the whole batch.  On the
-// host it is not faster: measured on 2026-12-07, vmapped softmax ran 0-17 % slower than with the
-// staged plan (docs/performance.md, vmap section).  With a single stage the staged plan stays:
-// row by row, the fused kernel measured no faster for rows of 256 floats (the seed's
-// dot(x, w) + sin(x)) and slower for short rows.
+// When it applies: for exactly one batched stage, an inner reduction, over batch rows of at
+// least 256 output elements (`vmap(x / sum(x))`, `vmap(x - mean(x))`, an RMS normalization).
+// Measured on 2026-12-07 with both plans forced in one process (docs/performance.md, vmap
+// section), such functions ran 4-25 % faster row-fused with 2 threads, and from 4 % slower to 26 %
+// faster with 1, at shapes from 10000 x 256 to 100000 x 256 (a second program found the plans
+// about even at 10000 x 256, where x stays in cache, and confirmed 8-20 % at 100000 x 256); for
+// rows of 16 or 64 floats, from 4 % faster to 12 % slower.  With two or more stages (softmax,
+// log_softmax, softmax(x * dot(x, w))) the row-fused plan was slower at 31 of 37 shape and
+// thread-count pairs, by up to 32 %, and blocks of 2 or 8 batch rows instead of 32 did not help;
+// a matrix-vector row-dot (the seed's dot(x, w) + sin(x)) was up to 13 % slower.  Those keep the
+// staged plan.
 //
-// The plan applies on host execution spaces when every batched stage can compute single rows
-// (inner reductions of one block, matrix-vector row-dots; exec/reduce_kernels.hpp,
-// exec/host_gemm.hpp) and the destination is not read by the expression.  Otherwise (a batched
-// GEMM, a reduction over a non-trailing axis, device memory) the staged plan runs unchanged.
+// The plan applies on host execution spaces when the batched stage can compute single rows (an
+// inner reduction of one block, exec/reduce_kernels.hpp) and the destination is not read by the
+// expression.  Otherwise (a batched GEMM or matrix-vector product, a reduction over a
+// non-trailing axis, device memory) the staged plan runs unchanged.
 #pragma once
 
 #include <algorithm>
@@ -98,17 +103,17 @@ void plan_batch_rows(const X& x, const std::set<const void*>& batched, std::size
   }
 }
 
-// Fewer batched stages than this keep the staged plan (see the file comment).
-inline constexpr std::size_t batch_rows_min_stages = 2;
+// Shorter batch rows (output elements per batch row) keep the staged plan (file comment).
+inline constexpr std::size_t batch_rows_min_row = 256;
 
 // Whether the row-fused plan may apply to a result of `batch` rows and n elements (before
-// planning), and whether the plan made for it is one to run (after).
+// planning), and whether the plan made for it is one to run (after; the file comment says why).
 template <class E>
 bool batch_rows_candidate(const BatchRowsExpr<E>& e, std::size_t batch, std::size_t n) {
-  return e.stages && !e.stages->empty() && batch >= 2 && n > 0;
+  return e.stages && e.stages->size() == 1 && batch >= 2 && n / batch >= batch_rows_min_row;
 }
 inline bool batch_rows_worth_it(const batch_rows_plan& plan) {
-  return plan.ok && plan.stages.size() >= batch_rows_min_stages;
+  return plan.ok && plan.stages.size() == 1;
 }
 
 // Batch rows per work item: about 8192 output elements (host_rows_per_item).
@@ -125,7 +130,7 @@ struct batch_rows_kernel {
   const std::vector<row_stage>* stages;
   output_target<T, R> out;
   flat_host_kernel<T, E> flat_rows;      // flat: chunk b is batch row b
-  strided_host_kernel<T, R, E> strided;  // otherwise (rank 1: only its expression is used)
+  strided_host_kernel<T, R, E> strided;  // otherwise
   std::size_t batch, rows_per_item, per_batch;  // per_batch: output rows (strided) or elements (flat)
   bool flat;
 
@@ -135,10 +140,6 @@ struct batch_rows_kernel {
     for (const row_stage& s : *stages) s.run(b0, b1);
     if (flat) {
       for (std::size_t b = b0; b < b1; ++b) flat_rows(static_cast<std::int64_t>(b));
-    } else if constexpr (R == 1) {
-      // One element per batch row (f returned a scalar): the output's only axis is the batch.
-      for (std::size_t b = b0; b < b1; ++b)
-        out.data[out.offset(multi_index<1>{b})] = static_cast<T>(strided.expr.evaluate(multi_index<1>{b}));
     } else {
       strided.run_rows(b0 * per_batch, b1 * per_batch);
     }
@@ -150,7 +151,7 @@ struct batch_rows_kernel {
 template <class ExecSpace, class T, std::size_t R, class E>
 bool run_batch_rows(const ExecSpace& space, const output_target<T, R>& out, const BatchRowsExpr<E>& e,
                     const buffer_span& destination, std::uint64_t epoch) {
-  if constexpr (!runs_on_host<ExecSpace> || R == 0) {
+  if constexpr (!runs_on_host<ExecSpace> || R < 2) {  // rank 1: one element per batch row
     (void)space, (void)out, (void)e, (void)destination, (void)epoch;
     return false;
   } else {
@@ -164,9 +165,8 @@ bool run_batch_rows(const ExecSpace& space, const output_target<T, R>& out, cons
     if (!batch_rows_worth_it(plan)) return false;
     for (const auto& f : plan.before) f();
     const bool flat = plan_elementwise(e.expr, out.contiguous).flat;
-    // Per batch row: output elements (flat) or output rows of the last axis (strided; unused
-    // for rank 1, where each batch row is one element).
-    const std::size_t per_batch = flat || R == 1 ? n / batch : n / batch / out.ext[R - 1];
+    // Per batch row: output elements (flat) or output rows of the last axis (strided).
+    const std::size_t per_batch = flat ? n / batch : n / batch / out.ext[R - 1];
     const auto conc = static_cast<std::size_t>(ExecSpace::concurrency());
     const std::size_t rows = batch_rows_per_item(batch, n / batch, conc);
     const auto items = static_cast<std::int64_t>((batch + rows - 1) / rows);

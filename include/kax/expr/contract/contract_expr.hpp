@@ -352,22 +352,11 @@ struct ContractExpr : expression_base, materialization_base {
     f(rhs().arg);
   }
 
-  // Batch rows one at a time (exec/batch_rows.hpp): the matrix-vector path when the batch is its
-  // row label (row b is one row-dot), or the generic reduction's rows; not the GEMM path.
+  // Batch rows a block at a time (exec/batch_rows.hpp): the generic reduction's rows.  Not the
+  // GEMM or matrix-vector paths: fused row by row, the seed's row-dots (dot(x, w) + sin(x)) ran
+  // up to 13 % slower than staged (measured 2026-12-07, docs/performance.md).
   std::optional<detail::row_stage> row_stage(std::size_t batch) const {
-    if (!detail::runs_on_host<Kokkos::DefaultExecutionSpace> || plan_gemm()) return std::nullopt;
-    if (const auto p = plan_gemv()) {
-      if constexpr (gemv_operands) {
-        if (p->row_label != 0 || lhs().ext[0] != batch) return std::nullopt;
-        auto kernel = gemv_kernel_for(*p, buffer.values.data());
-        kernel.rows_per_item = 1;
-        return detail::row_stage{[kernel](std::size_t b0, std::size_t b1) {
-                                   for (std::size_t b = b0; b < b1; ++b) kernel(static_cast<std::int64_t>(b));
-                                 },
-                                 std::string("kax::gemv<") + dtype_name<promoted_type>() + "> row-dot"};
-      }
-      return std::nullopt;
-    }
+    if (plan_gemm() || plan_gemv()) return std::nullopt;
     return reduce.row_stage(batch);
   }
 
