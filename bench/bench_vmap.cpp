@@ -4,6 +4,9 @@
 // on one machine state:
 //   seed  vmap(f, in_axes(0, none))(X, w), f(x, w) = dot(x, w) + sin(x)
 //         X (10000, 256) float, w (256,): the seed's process_batch_vmap (≥ 8 B/element)
+//   norm  vmap(x - mean(x))(X) on the seed's X: one batched reduction, which the planner fuses
+//         with its consumer block of batch rows by block (exec/batch_rows.hpp); kax_expr is the
+//         staged plan of the same math, so kax / kax_expr compares the two plans
 //   bmm   vmap(matmul)(A, B), A and B (100000, 8, 8) float: 100000 small matrix products
 //         (12 B per output element: two inputs read, one output written)
 // Variants (the name after the slash; the report pairs them by that prefix):
@@ -14,10 +17,11 @@
 //   rows_kax    manual batching (seed only): f evaluated per row into row b of y, one kax
 //               evaluation per example — the Python loop JAX users compare vmap against
 //   omp         hand-written `#pragma omp parallel for` over the batch, one pass per example
+//               (norm: the row's mean, then the row, while it is in cache)
 //   omp_2phase  (seed) seed_baselines.hpp's two-phase loop (bench_reductions' seed/omp): all row
 //               dots, then all rows of y
 //   eigen       Eigen on Maps of the same memory, one thread (seed: matvec, then sin + add;
-//               bmm: fixed-size 8x8 maps in a loop)
+//               norm: rowwise mean, then the broadcast subtraction; bmm: fixed-size 8x8 maps)
 //   eigen_omp   the same under `omp parallel` (seed: per thread chunk; bmm: `omp parallel for`)
 // The thread count comes from Kokkos (--kokkos-threads); the OpenMP baselines use the same.
 #include <benchmark/benchmark.h>
@@ -49,6 +53,7 @@ using eigen_mat8 = Eigen::Matrix<float, 8, 8, Eigen::RowMajor>;
 // One example of the seed's workload (the function users vmap).
 constexpr auto seed_f = [](auto x, auto w) { return kax::dot(x, w) + kax::sin(x); };
 constexpr auto bmm_f = [](auto a, auto b) { return kax::matmul(a, b); };
+constexpr auto norm_f = [](auto x) { return x - kax::mean(x); };
 
 // Inputs and outputs shared by all variants, first-touched by the threads that use them.
 struct operands {
@@ -163,6 +168,49 @@ void seed_eigen_omp(benchmark::State& state) {
   finish(state, seed_bytes, seed_items, o.y.data());
 }
 
+// ---- norm: y[b] = x[b] - mean(x[b]) -------------------------------------------------------------
+auto norm_vmap(const operands& o) { return kax::vmap(norm_f)(o.x); }
+auto norm_expr(const operands& o) { return o.x - kax::mean(o.x, -1, kax::keepdims); }
+
+void norm_kax(benchmark::State& state) {
+  auto& o = ops();
+  for (auto _ : state) o.y = kax::vmap(norm_f)(o.x);
+  finish(state, seed_bytes, seed_items, o.y.data());
+}
+void norm_kax_expr(benchmark::State& state) {
+  auto& o = ops();
+  for (auto _ : state) o.y = norm_expr(o);
+  finish(state, seed_bytes, seed_items, o.y.data());
+}
+void norm_loops_omp(const float* __restrict x, float* __restrict y) {
+#pragma omp parallel for schedule(static)
+  for (std::size_t b = 0; b < seed_b; ++b) {
+    const float* __restrict xb = x + b * seed_d;
+    float* __restrict yb = y + b * seed_d;
+    float s = 0;
+#pragma omp simd reduction(+ : s)
+    for (std::size_t d = 0; d < seed_d; ++d) s += xb[d];
+    const float m = s / static_cast<float>(seed_d);
+#pragma omp simd
+    for (std::size_t d = 0; d < seed_d; ++d) yb[d] = xb[d] - m;
+  }
+}
+void norm_omp(benchmark::State& state) {
+  auto& o = ops();
+  for (auto _ : state) norm_loops_omp(o.x.data(), o.y.data());
+  finish(state, seed_bytes, seed_items, o.y.data());
+}
+void norm_eigen_rows(const float* x, float* y) {
+  const Eigen::Map<const eigen_rows_f> X(x, seed_b, seed_d);
+  eigen_rows_map Y(y, seed_b, seed_d);
+  Y = X.colwise() - X.rowwise().mean();
+}
+void norm_eigen(benchmark::State& state) {
+  auto& o = ops();
+  for (auto _ : state) norm_eigen_rows(o.x.data(), o.y.data());
+  finish(state, seed_bytes, seed_items, o.y.data());
+}
+
 // ---- bmm: c[n] = a[n] @ b[n], 8x8 float ----------------------------------------------------------
 constexpr double bmm_bytes = 12.0 * bmm_n * bmm_mat, bmm_items = double(bmm_n) * bmm_mat;
 
@@ -260,6 +308,28 @@ bool check_all() {
   seed_eigen_rows(o.x.data(), o.w.data(), o.srow.data(), o.y.data(), seed_b);
   report("seed/eigen", seed_err(), 1e-5);
 
+  auto norm_err = [&] {
+    double worst = 0;
+    for (std::size_t b = 0; b < seed_b; b += 13) {
+      double s = 0;
+      for (std::size_t d = 0; d < seed_d; ++d) s += o.x.data()[b * seed_d + d];
+      for (std::size_t d = 0; d < seed_d; ++d) {
+        const double ref = o.x.data()[b * seed_d + d] - s / seed_d;
+        worst = std::max(worst, std::abs(o.y.data()[b * seed_d + d] - ref) / std::max(1.0, std::abs(ref)));
+      }
+    }
+    std::fill_n(o.y.data(), seed_b * seed_d, 0.0f);
+    return worst;
+  };
+  o.y = norm_vmap(o);
+  report("norm/kax", norm_err(), 1e-5);
+  o.y = norm_expr(o);
+  report("norm/kax_expr", norm_err(), 1e-5);
+  norm_loops_omp(o.x.data(), o.y.data());
+  report("norm/omp", norm_err(), 1e-5);
+  norm_eigen_rows(o.x.data(), o.y.data());
+  report("norm/eigen", norm_err(), 1e-5);
+
   auto bmm_err = [&] {
     double worst = 0;
     for (std::size_t n = 0; n < bmm_n; n += 97)
@@ -294,8 +364,11 @@ int main(int argc, char** argv) {
   {
     if (!kax_bench::start(argc, argv, "vmap")) return 1;
     // What each kax variant launches, once (kax::plan_of), so a slow variant can be read off.
-    std::fprintf(stderr, "plan seed/kax:\n%s\nplan seed/kax_expr:\n%s\nplan bmm/kax:\n%s\nplan bmm/kax_expr:\n%s\n",
+    std::fprintf(stderr,
+                 "plan seed/kax:\n%s\nplan seed/kax_expr:\n%s\nplan norm/kax:\n%s\nplan norm/kax_expr:\n%s\n"
+                 "plan bmm/kax:\n%s\nplan bmm/kax_expr:\n%s\n",
                  kax::plan_of(seed_vmap(ops())).c_str(), kax::plan_of(seed_expr(ops())).c_str(),
+                 kax::plan_of(norm_vmap(ops())).c_str(), kax::plan_of(norm_expr(ops())).c_str(),
                  kax::plan_of(bmm_vmap(ops())).c_str(), kax::plan_of(kax::matmul(ops().a, ops().b)).c_str());
     if (!check_all()) {
       std::fprintf(stderr, "bench_vmap: a variant computes wrong values\n");
@@ -309,6 +382,10 @@ int main(int argc, char** argv) {
         {"seed/omp_2phase", seed_omp_2phase},
         {"seed/eigen", seed_eigen},
         {"seed/eigen_omp", seed_eigen_omp},
+        {"norm/kax", norm_kax},
+        {"norm/kax_expr", norm_kax_expr},
+        {"norm/omp", norm_omp},
+        {"norm/eigen", norm_eigen},
         {"bmm/kax", bmm_kax},
         {"bmm/kax_expr", bmm_kax_expr},
         {"bmm/omp", bmm_omp},
