@@ -359,6 +359,7 @@ TEST_CASE("the row-fused plan gives the staged plan's values, also for unbatched
                                        kax::from(std::vector<double>{1, -2, 3}, kax::shape<3>{1, 1, 3});
       const auto e3 = kax::vmap([](auto m) { return kax::sum(m, -1) * 2.0 + 1.0; })(X3);
       REQUIRE(contains(kax::plan_of(e3), "kax::eval<batch rows") == (D >= 256));
+      REQUIRE(contains(kax::plan_of(e3), "-> kax::eval<elementwise,flat,float64,rank2>)") == (D >= 256));
       const kax::Array<double, 2> Y3 = e3;
       // A batched dot, a batched softmax, and an unbatched stage (sum(w)) computed once before.
       auto f = [](auto x, auto v) { return kax::dot(x, v) * kax::nn::softmax(x) + kax::sum(v); };

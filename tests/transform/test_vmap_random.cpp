@@ -373,6 +373,7 @@ TEST_CASE("vmap of one reduction over rows of 256 or more (the row-fused plan) m
     check_vmap(rc, "centered_rows", centered_rows, x);
     check_vmap_out(rc, "centered_rows", centered_rows, x);
     check_vmap(rc, "peaks", peaks, x, fixed(rc.array<float>(kax::shape<1>{n})));
+    // w mapped: sum(w) is a second batched stage, so this one runs staged.
     check_vmap(rc, "peaks", peaks, x, rc.mapped<float>(batch, kax::shape<1>{n}));
   }
 }
