@@ -219,8 +219,8 @@ TEST_CASE("vmap calls the function once and runs the batch as fused kernels", "[
   };
   auto batched = kax::vmap(f, kax::in_axes(0, kax::none))(X, w);
   REQUIRE(calls == 1);
-  // The seed's dot(x, w) + sin(x): one matrix-vector stage, one elementwise kernel (a single
-  // batched stage keeps the staged plan, exec/batch_rows.hpp).
+  // The seed's dot(x, w) + sin(x) over rows of 16: one matrix-vector stage, one elementwise
+  // kernel (rows shorter than 256 keep the staged plan, exec/batch_rows.hpp).
   const std::string plan = kax::plan_of(batched);
   INFO(plan);
   REQUIRE(kax_test::starts_with(plan, "2 kernels, 1 temporary"));
@@ -266,8 +266,27 @@ TEST_CASE("vmap calls the function once and runs the batch as fused kernels", "[
   }
   REQUIRE(yl(39, 255) == Approx(1.0f / 256));
   REQUIRE(kax_test::starts_with(kax::plan_of(kax::vmap(normalize)(X)), "2 kernels, 1 temporary"));
-  // A stage that does not run row by row (a batched GEMM) keeps the staged plan, as does a
-  // matrix-vector row-dot (the seed above).
+  // The seed over rows of 256: each batch row's dot and then its output row, in one kernel.
+  const kax::Array<float, 2> S = kax::ones<float>(40, 256);
+  const kax::Array<float, 1> v = kax::ones<float>(256);
+  const std::string seed = kax::plan_of(kax::vmap(f, kax::in_axes(0, kax::none))(S, v));
+  INFO(seed);
+  REQUIRE(kax_test::starts_with(seed, "1 kernel, 1 temporary"));
+  REQUIRE(contains(seed, "per row: kax::gemv<float32> row -> kax::eval<elementwise,strided,float32,rank2>)"));
+  {
+    launch_counter counter;
+    yl = kax::vmap(f, kax::in_axes(0, kax::none))(S, v);
+    REQUIRE(counter.kernels == 1);
+  }
+  REQUIRE(yl(39, 255) == Approx(256 + std::sin(1.0f)));
+  // Rows of more than 4096 floats read by the dot keep the staged plan (they leave L1).
+  const kax::Array<float, 2> S8 = kax::ones<float>(4, 8192);
+  const kax::Array<float, 1> v8 = kax::ones<float>(8192);
+  const std::string seed8 = kax::plan_of(kax::vmap(f, kax::in_axes(0, kax::none))(S8, v8));
+  INFO(seed8);
+  REQUIRE(kax_test::starts_with(seed8, "2 kernels, 1 temporary"));
+  REQUIRE(contains(seed8, "kax::gemv<float32> (RangePolicy, 4 rows of 8192)"));
+  // A stage that does not run row by row (a batched GEMM) keeps the staged plan.
   const kax::Array<float, 3> Z = kax::ones<float>(8, 20, 20);
   const std::string gemm = kax::plan_of(kax::vmap([](auto a) { return kax::matmul(a, a) + 1.0f; })(Z));
   INFO(gemm);
@@ -380,6 +399,30 @@ TEST_CASE("the row-fused plan gives the staged plan's values, also for unbatched
           REQUIRE(Y(b, d) == Approx(dt * std::exp(X(b, d) - mx) / se + sw).epsilon(1e-12));
           REQUIRE(Y1(b, d) == Approx(X(b, d) / sx + sw).epsilon(1e-12));
           REQUIRE(Y3(b, d) == Approx(4 * X(b, d) + 1).margin(1e-12));
+        }
+      }
+      // A batched matrix-vector product computed row by row just before each output row (D = 300),
+      // into examples of shape (D,) and of shape (3, D) (three output rows per batch row), and in
+      // place, where the destination is the product's matrix: the staged plan runs.
+      auto seed = [](auto x, auto v) { return kax::dot(x, v) + kax::sin(x); };
+      const auto es = kax::vmap(seed, kax::in_axes(0, kax::none))(X, w);
+      REQUIRE(contains(kax::plan_of(es), "kax::gemv<float64> row ->") == (D >= 256));
+      const kax::Array<double, 2> Ys = es;
+      const kax::Array<double, 2> M3 = kax::from(std::vector<double>{1, -2, 3}, kax::shape<2>{3, 1}) * kax::ones<double>(3, D);
+      auto scaled = [](auto x, auto v, auto m) { return kax::dot(x, v) * m - x; };
+      const auto e33 = kax::vmap(scaled, kax::in_axes(0, kax::none, kax::none))(X, w, M3);
+      REQUIRE(contains(kax::plan_of(e33), "kax::gemv<float64> row ->") == (D >= 256));
+      const kax::Array<double, 3> Y33 = e33;
+      kax::Array<double, 2> Xs = kax::vmap([](auto x) { return x * 1.0; })(X);
+      Xs = kax::vmap(seed, kax::in_axes(0, kax::none))(Xs, w);
+      for (std::size_t b = 0; b < B; b += (B > 20 ? 37 : 1)) {
+        double dt = 0;
+        for (std::size_t d = 0; d < D; ++d) dt += X(b, d) * w(d);
+        for (std::size_t d = 0; d < D; ++d) {
+          INFO("B " << B << " D " << D << " b " << b << " d " << d);
+          REQUIRE(Ys(b, d) == Approx(dt + std::sin(X(b, d))).epsilon(1e-12));
+          REQUIRE(Xs(b, d) == Approx(Ys(b, d)).epsilon(1e-12));
+          for (std::size_t k = 0; k < 3; ++k) REQUIRE(Y33(b, k, d) == Approx(dt * M3(k, d) - X(b, d)).margin(1e-12));
         }
       }
       // A reduction over the example's first axis, row by row as well.

@@ -378,6 +378,33 @@ TEST_CASE("vmap of one reduction over rows of 256 or more (the row-fused plan) m
   }
 }
 
+// A batched matrix-vector product (an unmapped w) over rows of 256 to 16 KiB (2048 doubles) runs
+// each batch row's dot just before its output row (exec/batch_rows.hpp) when x's examples are
+// contiguous (mapped at axis 0); mapped elsewhere, or over longer rows, the staged plan runs.
+TEST_CASE("vmap of a matrix-vector product with its consumer, row by row, matches a loop", "[vmap][random]") {
+  random_cases rc(4040);
+  auto seed = [](const auto& x, const auto& w) { return kax::dot(x, w) + kax::sin(x); };
+  auto scaled = [](const auto& x, const auto& w) { return x * kax::dot(x, w); };
+  auto outer = [](const auto& x, const auto& w, const auto& m) { return kax::dot(x, w) * m - x; };
+  for (int trial = 0; trial < trials; ++trial) {
+    const std::size_t batch = rc.uniform(2, 40), n = trial % 3 == 2 ? rc.uniform(1900, 2200) : rc.uniform(256, 600);
+    const auto x = rc.mapped<double>(batch, kax::shape<1>{n});
+    const auto w = fixed(rc.array<double>(kax::shape<1>{n}));
+    INFO(describe(x));
+    const std::string plan = kax::plan_of(kax::vmap(seed, kax::in_axes(x.axis, kax::none))(x.value, w.value));
+    INFO(plan);
+    REQUIRE((plan.find("kax::gemv<float64> row ->") != std::string::npos) == ((x.axis == 0 || x.axis == -2) && n <= 2048));
+    // A fresh w per check: a stage buffer may reuse the previous check's freed one, whose values
+    // must not pass for this check's if a batch row's dot were skipped.
+    check_vmap(rc, "seed", seed, x, w);
+    check_vmap_out(rc, "scaled", scaled, x, fixed(rc.array<double>(kax::shape<1>{n})));
+    check_vmap(rc, "outer", outer, x, fixed(rc.array<double>(kax::shape<1>{n})),
+               fixed(rc.array<double>(kax::shape<2>{3, n})));
+    const auto xf = rc.mapped<float>(batch, kax::shape<1>{n});
+    check_vmap(rc, "seed", seed, xf, fixed(rc.array<float>(kax::shape<1>{n})));
+  }
+}
+
 TEST_CASE("vmap of dot, matmul and einsum matches a loop over the examples", "[vmap][random]") {
   random_cases rc(3003);
   auto dot = [](const auto& a, const auto& b) { return kax::dot(a, b); };

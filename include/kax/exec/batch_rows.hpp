@@ -10,30 +10,42 @@
 // cache when its output is written.  Materializations vmap did not batch (they depend on no mapped
 // argument) are computed before, once, as usual.
 //
-// When it applies: for exactly one batched stage, an inner reduction, over batch rows of at
-// least 256 output elements (`vmap(x / sum(x))`, `vmap(x - mean(x))`, an RMS normalization).
-// Measured on 2026-12-07 with both plans forced in one process (docs/performance.md, vmap
-// section), such functions ran 4-25 % faster row-fused with 2 threads, and from 4 % slower to 26 %
-// faster with 1, at shapes from 10000 x 256 to 100000 x 256 (a second program found the plans
-// about even at 10000 x 256, where x stays in cache, and confirmed 8-20 % at 100000 x 256); for
-// rows of 16 or 64 floats, from 4 % faster to 12 % slower.  With two or more stages (softmax,
-// log_softmax, softmax(x * dot(x, w))) the row-fused plan was slower at 31 of 37 shape and
-// thread-count pairs, by up to 32 %, and blocks of 2 or 8 batch rows instead of 32 did not help;
-// a matrix-vector row-dot (the seed's dot(x, w) + sin(x)) was up to 13 % slower.  Those keep the
-// staged plan.
+// When it applies: for exactly one batched stage over batch rows of at least 256 output
+// elements, in two forms.
+//  - An inner reduction (`vmap(x / sum(x))`, `vmap(x - mean(x))`, an RMS normalization), a block
+//    of batch rows at a time: the block's reductions (the staged kernel's row loop), then its
+//    output rows.  Measured with both plans forced in one process (docs/performance.md, vmap
+//    section), such functions ran 4-25 % faster row-fused with 2 threads, and from 4 % slower to
+//    26 % faster with 1, at shapes from 10000 x 256 to 100000 x 256 (a second program found the
+//    plans about even at 10000 x 256, where x stays in cache, and confirmed 8-20 % at
+//    100000 x 256); for rows of 16 or 64 floats, from 4 % faster to 12 % slower.
+//  - A matrix-vector product with an unmapped vector (the seed's dot(x, w) + sin(x)), one batch
+//    row at a time: the row's dot, inlined (ContractExpr::row_kernel), then the row's output,
+//    while the row of x the dot read is still in L1 (rows of at most 16 KiB,
+//    batch_rows_inline_max_bytes).  Against the staged plan in one process: x * dot(x, w) ran
+//    15-27 % faster at 10000 x 256 to 100000 x 256 and 2000 x 1024, the seed from 4 % slower to
+//    12 % faster; with 8192-float rows both were 3-10 % slower (so longer rows stay staged).
+//    Blocked as the reductions are (a block's dots, then its rows), the seed ran up to 13 %
+//    slower than staged: the one-pass gain is the row-by-row overlap.
+// With two or more stages (softmax, log_softmax, softmax(x * dot(x, w))) the row-fused plan was
+// slower at 31 of 37 shape and thread-count pairs, by up to 32 %, and blocks of 2 or 8 batch rows
+// instead of 32 did not help.  Those keep the staged plan.
 //
 // The plan applies on host execution spaces when the batched stage can compute single rows (an
-// inner reduction of one block, exec/reduce_kernels.hpp) and the destination is not read by the
-// expression.  Otherwise (a batched GEMM or matrix-vector product, a reduction over a
-// non-trailing axis, device memory) the staged plan runs unchanged.
+// inner reduction of one block, exec/reduce_kernels.hpp, or a row-dot, exec/host_gemm.hpp) and
+// the destination is not read by the expression.  Otherwise (a batched GEMM, a matrix-vector
+// product whose rows are not the batch, a reduction over a non-trailing axis, device memory) the
+// staged plan runs unchanged.
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kax/exec/kernels.hpp"
@@ -79,8 +91,23 @@ struct batch_rows_plan {
   std::vector<row_stage> stages;
   std::vector<std::function<void()>> before;
   std::set<const void*> seen;
+  std::string row_kernel;  // the label of a batched stage computed row by row (row_kernel_stage)
   bool ok = true;
 };
+
+// A batched stage that computes one batch row at a time with a kernel of concrete type (a
+// matrix-vector product's row-dot, ContractExpr::row_kernel): the row-fused kernel inlines it.
+template <class X>
+concept row_kernel_stage = requires(const X& x, std::size_t b) {
+  x.row_kernel(b)->row(b);
+  { x.row_kernel(b)->row_bytes() } -> std::convertible_to<std::size_t>;
+  { x.row_kernel_label() } -> std::convertible_to<std::string>;
+};
+
+// A stage computed row by row (row_kernel_stage) runs inline when one of its rows reads at most
+// this many bytes (4096 floats): the output reads the same row of x just after, from L1.  With
+// 8192-float rows the inline plan ran 3-10 % slower than staged (file comment).
+inline constexpr std::size_t batch_rows_inline_max_bytes = 16384;
 
 template <expression X, class Before>
 void plan_batch_rows(const X& x, const std::set<const void*>& batched, std::size_t batch, batch_rows_plan& plan,
@@ -95,8 +122,17 @@ void plan_batch_rows(const X& x, const std::set<const void*>& batched, std::size
     x.for_each_operand([&](const auto& c) { plan_batch_rows(c, batched, batch, plan, destination, before); });
     // A stage that reads the destination would see rows the kernel has already written (the
     // staged plan finishes every stage before writing).
-    if (x.operand_reads(destination)) plan.ok = false;
-    else if (auto s = x.row_stage(batch)) plan.stages.push_back(std::move(*s));
+    if (x.operand_reads(destination)) {
+      plan.ok = false;
+      return;
+    }
+    if constexpr (row_kernel_stage<X>) {
+      if (const auto k = x.row_kernel(batch); k && k->row_bytes() <= batch_rows_inline_max_bytes) {
+        plan.row_kernel = x.row_kernel_label();
+        return;
+      }
+    }
+    if (auto s = x.row_stage(batch)) plan.stages.push_back(std::move(*s));
     else plan.ok = false;
   } else if constexpr (has_children<X>) {
     x.for_each_child([&](const auto& c) { plan_batch_rows(c, batched, batch, plan, destination, before); });
@@ -112,8 +148,19 @@ template <class E>
 bool batch_rows_candidate(const BatchRowsExpr<E>& e, std::size_t batch, std::size_t n) {
   return e.stages && e.stages->size() == 1 && batch >= 2 && n / batch >= batch_rows_min_row;
 }
-inline bool batch_rows_worth_it(const batch_rows_plan& plan) {
+inline bool batch_rows_worth_it(const batch_rows_plan& plan, bool flat) {
+  if (!plan.row_kernel.empty()) return plan.ok && plan.stages.empty() && !flat;  // read broadcast: not flat
   return plan.ok && plan.stages.size() == 1;
+}
+
+// Calls f on each batched materialization of x (not looking inside them).
+template <expression X, class F>
+void for_each_batched_stage(const X& x, const std::set<const void*>& batched, F&& f) {
+  if constexpr (materialization<X>) {
+    if (batched.count(x.buffer.stamp.data())) f(x);
+  } else if constexpr (has_children<X>) {
+    x.for_each_child([&](const auto& c) { for_each_batched_stage(c, batched, f); });
+  }
 }
 
 // Batch rows per work item: about 8192 output elements (host_rows_per_item).
@@ -146,6 +193,28 @@ struct batch_rows_kernel {
   }
 };
 
+// The row-fused kernel whose one batched stage is computed row by row (row_kernel_stage): for
+// each batch row, its stage row (K::row) and then its output rows, while the row of x the stage
+// read is still in L1 (the file comment has the measurements).
+template <class T, std::size_t R, class E, class K>
+struct batch_rows_inline_kernel {
+  K stage;
+  strided_host_kernel<T, R, E> strided;  // the stage's rows are read broadcast: never flat
+  std::size_t batch, rows_per_item, per_batch;  // per_batch: output rows per batch row
+
+  void operator()(const std::int64_t w) const {
+    const std::size_t b0 = static_cast<std::size_t>(w) * rows_per_item;
+    const std::size_t b1 = std::min(batch, b0 + rows_per_item);
+    if (per_batch == 1) {  // rank 2: output row b is batch row b
+      strided.run_rows(b0, b1, 0, ~std::size_t{0}, [this](std::size_t b) { stage.row(b); });
+    } else {
+      strided.run_rows(b0 * per_batch, b1 * per_batch, 0, ~std::size_t{0}, [this](std::size_t r) {
+        if (r % per_batch == 0) stage.row(r / per_batch);
+      });
+    }
+  }
+};
+
 // Runs the row-fused plan of `e` into `out`, or returns false (nothing run) when it does not
 // apply; `epoch` is the evaluation's.
 template <class ExecSpace, class T, std::size_t R, class E>
@@ -162,25 +231,30 @@ bool run_batch_rows(const ExecSpace& space, const output_target<T, R>& out, cons
     plan_batch_rows(e.expr, *e.stages, batch, plan, destination, [&](const auto& x) {
       plan.before.push_back([&x, epoch, &space] { prepare(x, epoch, space); });
     });
-    if (!batch_rows_worth_it(plan)) return false;
-    for (const auto& f : plan.before) f();
     const bool flat = plan_elementwise(e.expr, out.contiguous).flat;
+    if (!batch_rows_worth_it(plan, flat)) return false;
+    for (const auto& f : plan.before) f();
     // Per batch row: output elements (flat) or output rows of the last axis (strided).
     const std::size_t per_batch = flat ? n / batch : n / batch / out.ext[R - 1];
     const auto conc = static_cast<std::size_t>(ExecSpace::concurrency());
     const std::size_t rows = batch_rows_per_item(batch, n / batch, conc);
     const auto items = static_cast<std::int64_t>((batch + rows - 1) / rows);
-    const batch_rows_kernel<T, R, E> kernel{&plan.stages,
-                                            out,
-                                            flat_host_kernel<T, E>{out.data, e.expr, n, n / batch},
-                                            strided_host_kernel<T, R, E>{out, e.expr, 1, out.ext[R - 1],
-                                                                         rows_exact(e.expr)},
-                                            batch,
-                                            rows,
-                                            per_batch,
-                                            flat};
-    Kokkos::parallel_for(std::string("kax::eval<batch rows,") + dtype_name<T>() + ",rank" + std::to_string(R) + ">",
-                         Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, items), kernel);
+    const flat_host_kernel<T, E> flat_rows{out.data, e.expr, n, n / batch};
+    const strided_host_kernel<T, R, E> strided{out, e.expr, 1, out.ext[R - 1], rows_exact(e.expr)};
+    const std::string name = std::string("kax::eval<batch rows,") + dtype_name<T>() + ",rank" + std::to_string(R) + ">";
+    const Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>> policy(space, 0, items);
+    if (!plan.row_kernel.empty()) {
+      for_each_batched_stage(e.expr, *e.stages, [&](const auto& x) {
+        if constexpr (row_kernel_stage<std::remove_cvref_t<decltype(x)>>) {
+          using K = std::remove_cvref_t<decltype(*x.row_kernel(batch))>;
+          Kokkos::parallel_for(name, policy,
+                               batch_rows_inline_kernel<T, R, E, K>{*x.row_kernel(batch), strided, batch, rows, per_batch});
+        }
+      });
+      return true;
+    }
+    Kokkos::parallel_for(name, policy,
+                         batch_rows_kernel<T, R, E>{&plan.stages, out, flat_rows, strided, batch, rows, per_batch, flat});
     return true;
   }
 }
@@ -198,15 +272,16 @@ bool describe_batch_rows(const BatchRowsExpr<E>& e, plan_description& plan) {
     batch_rows_plan rows_plan;
     plan_description before;
     plan_batch_rows(e.expr, *e.stages, batch, rows_plan, buffer_span{}, [&](const auto& x) { describe(x, before); });
-    if (!batch_rows_worth_it(rows_plan)) return false;
+    if (!batch_rows_worth_it(rows_plan, plan_elementwise(e.expr, true).flat)) return false;
     for (auto& k : before.kernels) plan.add(std::move(k));
-    plan.temporaries += before.temporaries + rows_plan.stages.size();
+    plan.temporaries += before.temporaries + rows_plan.stages.size() + (rows_plan.row_kernel.empty() ? 0 : 1);
     const auto conc = static_cast<std::size_t>(Kokkos::DefaultExecutionSpace::concurrency());
     const std::size_t rows = batch_rows_per_item(batch, n / batch, conc);
     std::string line = std::string("kax::eval<batch rows,") + dtype_name<value_type_of<E>>() + ",rank" +
                        std::to_string(rank_of<E>) + "> (RangePolicy, " + std::to_string((batch + rows - 1) / rows) +
                        " items of " + std::to_string(rows) + " batch rows; per row:";
     for (const auto& st : rows_plan.stages) line += " " + st.label + " ->";
+    if (!rows_plan.row_kernel.empty()) line += " " + rows_plan.row_kernel + " ->";
     line += " " + plan_elementwise(e.expr, true).template label<value_type_of<E>, rank_of<E>>() + ") -> output " +
             typed_shape<value_type_of<E>>(s);
     plan.add(line);

@@ -356,32 +356,39 @@ struct gemv_kernel {
   void operator()(const std::int64_t w) const {
     const std::size_t r0 = static_cast<std::size_t>(w) * rows_per_item;
     const std::size_t r1 = std::min(m, r0 + rows_per_item);
+    for (std::size_t r = r0; r < r1; ++r) row(r);
+  }
+
+  // The bytes of A one row reads.
+  std::size_t row_bytes() const { return k * sizeof(T); }
+
+  // Row r alone: also the batched row-dot stage of the row-fused plan (exec/batch_rows.hpp),
+  // inlined into its kernel just before the row's output.
+  [[gnu::always_inline]] inline void row(const std::size_t r) const {
     const T* __restrict__ xv = x;
-    for (std::size_t r = r0; r < r1; ++r) {
-      const T* __restrict__ ar = a + static_cast<std::ptrdiff_t>(r) * a_rs;
-      T acc[L] = {};
-      std::size_t j = 0;
-      // Unrolled: each step issues the loads of four 128-byte blocks at once.  Same lanes, same
-      // order of additions (the result does not change); the row-dots of the seed workload
-      // (10000 x 256 float) ran 10-25 % faster.  nvcc's front end does not know the pragma.
+    const T* __restrict__ ar = a + static_cast<std::ptrdiff_t>(r) * a_rs;
+    T acc[L] = {};
+    std::size_t j = 0;
+    // Unrolled: each step issues the loads of four 128-byte blocks at once.  Same lanes, same
+    // order of additions (the result does not change); the row-dots of the seed workload
+    // (10000 x 256 float) ran 10-25 % faster.  nvcc's front end does not know the pragma.
 #if !defined(__CUDACC__) && !defined(__HIPCC__)
 #pragma GCC unroll 4
 #endif
-      for (; j + L <= k; j += L) {
+    for (; j + L <= k; j += L) {
 #pragma omp simd
-        for (std::size_t l = 0; l < L; ++l) acc[l] += ar[j + l] * xv[j + l];
-      }
-      // The lanes fold pairwise and the tail (k % L elements) sums apart, all with constant
-      // indices: indexing acc by a run-time lane would keep it in memory, a store and reload per
-      // step of the main loop.
-      fold_lanes<L / 2>(acc);
-      T sum = acc[0];
-      if (j < k) {
-#pragma omp simd reduction(+ : sum)
-        for (std::size_t t = j; t < k; ++t) sum += ar[t] * xv[t];
-      }
-      y[static_cast<std::ptrdiff_t>(r) * y_stride] = sum;
+      for (std::size_t l = 0; l < L; ++l) acc[l] += ar[j + l] * xv[j + l];
     }
+    // The lanes fold pairwise and the tail (k % L elements) sums apart, all with constant
+    // indices: indexing acc by a run-time lane would keep it in memory, a store and reload per
+    // step of the main loop.
+    fold_lanes<L / 2>(acc);
+    T sum = acc[0];
+    if (j < k) {
+#pragma omp simd reduction(+ : sum)
+      for (std::size_t t = j; t < k; ++t) sum += ar[t] * xv[t];
+    }
+    y[static_cast<std::ptrdiff_t>(r) * y_stride] = sum;
   }
 };
 

@@ -103,10 +103,17 @@ struct strided_host_kernel {
     return n;
   }
 
+  struct no_hook {
+    void operator()(std::size_t) const {}
+  };
+
   // Elements [begin, end) of rows [r0, r1) (row-major order of the leading axes).  One function
   // for the whole run, the next row's index stepped rather than recomputed: a row costs its
-  // evaluator and the vector loop's setup, which matters for short rows.
-  void run_rows(std::size_t r0, std::size_t r1, std::size_t begin = 0, std::size_t end = ~std::size_t{0}) const {
+  // evaluator and the vector loop's setup, which matters for short rows.  before_row(r) runs
+  // just before row r is written (the row-fused plan's per-row stage, exec/batch_rows.hpp).
+  template <class Hook = no_hook>
+  void run_rows(std::size_t r0, std::size_t r1, std::size_t begin = 0, std::size_t end = ~std::size_t{0},
+                const Hook& before_row = {}) const {
     if (r0 >= r1) return;
     const std::size_t last = out.ext[R - 1];
     if (end > last) end = last;
@@ -118,6 +125,7 @@ struct strided_host_kernel {
     const std::size_t st = out.strides[R - 1];
     T* const o = out.data;
     for (std::size_t r = r0; r < r1; ++r) {
+      before_row(r);
       T* const row_out = o + out.offset(idx);
       with_row_of(expr, idx, rows, [&](const auto& row) { write_row(row_out, st, begin, end, row); });
       for (std::size_t k = R - 1; k-- > 0;) {  // the next row's index

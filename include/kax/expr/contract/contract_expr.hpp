@@ -353,12 +353,25 @@ struct ContractExpr : expression_base, materialization_base {
   }
 
   // Batch rows a block at a time (exec/batch_rows.hpp): the generic reduction's rows.  Not the
-  // GEMM or matrix-vector paths: fused row by row, the seed's row-dots (dot(x, w) + sin(x)) ran
-  // up to 13 % slower than staged (measured 2026-12-07, docs/performance.md).
+  // GEMM or matrix-vector paths (the latter runs row by row instead: row_kernel).
   std::optional<detail::row_stage> row_stage(std::size_t batch) const {
     if (plan_gemm() || plan_gemv()) return std::nullopt;
     return reduce.row_stage(batch);
   }
+
+  // A batched matrix-vector product whose rows are the `batch` batch rows (vmap of a dot of one
+  // example with an unmapped vector): the row-dot kernel, whose row(b) computes batch row b of
+  // the stage buffer.  The row-fused plan inlines it just before the row's output
+  // (exec/batch_rows.hpp); nullopt where the staged paths apply instead.
+  std::optional<detail::gemv_kernel<promoted_type>> row_kernel(std::size_t batch) const
+    requires gemv_operands
+  {
+    if (plan_gemm()) return std::nullopt;
+    const auto p = plan_gemv();
+    if (!p || p->row_label != 0 || reduce.ext[0] != batch) return std::nullopt;
+    return gemv_kernel_for(*p, buffer.values.data());
+  }
+  std::string row_kernel_label() const { return std::string("kax::gemv<") + dtype_name<promoted_type>() + "> row"; }
 
   void describe_stage(detail::plan_description& plan, bool into_output) const {
     const auto r = plan_gemm();
