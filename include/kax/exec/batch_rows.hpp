@@ -23,8 +23,9 @@
 //    row at a time: the row's dot, inlined (ContractExpr::row_kernel), then the row's output,
 //    while the row of x the dot read is still in L1 (rows of at most 16 KiB,
 //    batch_rows_inline_max_bytes).  Against the staged plan in one process: x * dot(x, w) ran
-//    15-27 % faster at 10000 x 256 to 100000 x 256 and 2000 x 1024, the seed from 4 % slower to
-//    12 % faster; with 8192-float rows both were 3-10 % slower (so longer rows stay staged).
+//    15-30 % faster (10000 x 256 to 100000 x 256, 2000 x 1024, 40000 x 300); the seed 0-10 %
+//    faster at 10000 x 256, 10-24 % at 100000 x 256, and 2-6 % slower to 9 % faster on rows of
+//    300 and 1024; with 8192-float rows both were 3-10 % slower (so longer rows stay staged).
 //    Blocked as the reductions are (a block's dots, then its rows), the seed ran up to 13 %
 //    slower than staged: the one-pass gain is the row-by-row overlap.
 // With two or more stages (softmax, log_softmax, softmax(x * dot(x, w))) the row-fused plan was
