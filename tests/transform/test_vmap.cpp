@@ -279,6 +279,18 @@ TEST_CASE("vmap calls the function once and runs the batch as fused kernels", "[
     REQUIRE(counter.kernels == 1);
   }
   REQUIRE(yl(39, 255) == Approx(256 + std::sin(1.0f)));
+  // The same dot node read twice (one stage buffer): still one kernel, each dot computed once.
+  const auto twice = [](auto x, auto w) {
+    const auto d = kax::dot(x, w);
+    return d * kax::sin(x) + d;
+  };
+  REQUIRE(kax_test::starts_with(kax::plan_of(kax::vmap(twice, kax::in_axes(0, kax::none))(S, v)), "1 kernel, 1 temporary"));
+  {
+    launch_counter counter;
+    yl = kax::vmap(twice, kax::in_axes(0, kax::none))(S, v);
+    REQUIRE(counter.kernels == 1);
+  }
+  REQUIRE(yl(17, 3) == Approx(256 * std::sin(1.0f) + 256));
   // Rows of more than 4096 floats read by the dot keep the staged plan (they leave L1).
   const kax::Array<float, 2> S8 = kax::ones<float>(4, 8192);
   const kax::Array<float, 1> v8 = kax::ones<float>(8192);

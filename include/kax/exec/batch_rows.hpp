@@ -47,6 +47,7 @@
 #include <set>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kax/exec/kernels.hpp"
@@ -245,8 +246,10 @@ bool run_batch_rows(const ExecSpace& space, const output_target<T, R>& out, cons
     const std::string name = std::string("kax::eval<batch rows,") + dtype_name<T>() + ",rank" + std::to_string(R) + ">";
     const Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>> policy(space, 0, items);
     if (!plan.row_kernel.empty()) {
+      bool launched = false;  // copies of the stage node (one buffer) are visited once each
       for_each_batched_stage(e.expr, *e.stages, [&](const auto& x) {
         if constexpr (row_kernel_stage<std::remove_cvref_t<decltype(x)>>) {
+          if (std::exchange(launched, true)) return;
           using K = std::remove_cvref_t<decltype(*x.row_kernel(batch))>;
           Kokkos::parallel_for(name, policy,
                                batch_rows_inline_kernel<T, R, E, K>{*x.row_kernel(batch), strided, batch, rows, per_batch});
