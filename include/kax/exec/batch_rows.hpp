@@ -47,7 +47,6 @@
 #include <set>
 #include <string>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "kax/exec/kernels.hpp"
@@ -155,13 +154,21 @@ inline bool batch_rows_worth_it(const batch_rows_plan& plan, bool flat) {
   return plan.ok && plan.stages.size() == 1;
 }
 
-// Calls f on each batched materialization of x (not looking inside them).
+// Calls f once, on the first batched materialization of x (not looking inside it), and says
+// whether there was one.  The row-fused plan has a single batched stage; copies of its node share
+// its buffer, so the first is the one.
 template <expression X, class F>
-void for_each_batched_stage(const X& x, const std::set<const void*>& batched, F&& f) {
+bool with_batched_stage(const X& x, const std::set<const void*>& batched, F&& f) {
   if constexpr (materialization<X>) {
-    if (batched.count(x.buffer.stamp.data())) f(x);
+    if (!batched.count(x.buffer.stamp.data())) return false;
+    f(x);
+    return true;
   } else if constexpr (has_children<X>) {
-    x.for_each_child([&](const auto& c) { for_each_batched_stage(c, batched, f); });
+    bool found = false;
+    x.for_each_child([&](const auto& c) { found = found || with_batched_stage(c, batched, f); });
+    return found;
+  } else {
+    return false;
   }
 }
 
@@ -241,15 +248,12 @@ bool run_batch_rows(const ExecSpace& space, const output_target<T, R>& out, cons
     const auto conc = static_cast<std::size_t>(ExecSpace::concurrency());
     const std::size_t rows = batch_rows_per_item(batch, n / batch, conc);
     const auto items = static_cast<std::int64_t>((batch + rows - 1) / rows);
-    const flat_host_kernel<T, E> flat_rows{out.data, e.expr, n, n / batch};
     const strided_host_kernel<T, R, E> strided{out, e.expr, 1, out.ext[R - 1], rows_exact(e.expr)};
     const std::string name = std::string("kax::eval<batch rows,") + dtype_name<T>() + ",rank" + std::to_string(R) + ">";
     const Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>> policy(space, 0, items);
     if (!plan.row_kernel.empty()) {
-      bool launched = false;  // copies of the stage node (one buffer) are visited once each
-      for_each_batched_stage(e.expr, *e.stages, [&](const auto& x) {
+      with_batched_stage(e.expr, *e.stages, [&](const auto& x) {
         if constexpr (row_kernel_stage<std::remove_cvref_t<decltype(x)>>) {
-          if (std::exchange(launched, true)) return;
           using K = std::remove_cvref_t<decltype(*x.row_kernel(batch))>;
           Kokkos::parallel_for(name, policy,
                                batch_rows_inline_kernel<T, R, E, K>{*x.row_kernel(batch), strided, batch, rows, per_batch});
@@ -257,6 +261,7 @@ bool run_batch_rows(const ExecSpace& space, const output_target<T, R>& out, cons
       });
       return true;
     }
+    const flat_host_kernel<T, E> flat_rows{out.data, e.expr, n, n / batch};
     Kokkos::parallel_for(name, policy,
                          batch_rows_kernel<T, R, E>{&plan.stages, out, flat_rows, strided, batch, rows, per_batch, flat});
     return true;
