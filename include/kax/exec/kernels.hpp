@@ -107,6 +107,37 @@ struct strided_host_kernel {
     void operator()(std::size_t) const {}
   };
 
+  // run_rows for expressions whose rows step (expr/detail/row.hpp): the row's version (dense,
+  // contiguous, strided) is chosen once, and each row is the last one moved along the
+  // second-to-last axis, built afresh only where that index wraps.
+  template <class Hook>
+  void run_rows_stepped(multi_index<R> idx, const std::size_t r0, const std::size_t r1, const std::size_t begin,
+                        const std::size_t end, const Hook& before_row) const {
+    const std::size_t st = out.strides[R - 1];
+    const auto out_step = static_cast<std::ptrdiff_t>(out.strides[R - 2]);
+    with_row_form(row_of(expr, idx), [&](const auto& convert) {
+      row_stepper rows_of_expr(expr, idx, convert);
+      T* row_out = out.data + out.offset(idx);
+      for (std::size_t r = r0;;) {
+        before_row(r);
+        write_row(row_out, st, begin, end, rows_of_expr.row());
+        if (++r == r1) return;
+        const bool stepped = ++idx[R - 2] < out.ext[R - 2];
+        if (stepped) {
+          row_out += out_step;
+        } else {
+          idx[R - 2] = 0;
+          for (std::size_t k = R - 2; k-- > 0;) {
+            if (++idx[k] < out.ext[k]) break;
+            idx[k] = 0;
+          }
+          row_out = out.data + out.offset(idx);
+        }
+        rows_of_expr.next(idx, stepped);
+      }
+    });
+  }
+
   // Elements [begin, end) of rows [r0, r1) (row-major order of the leading axes).  One function
   // for the whole run, the next row's index stepped rather than recomputed: a row costs its
   // evaluator and the vector loop's setup, which matters for short rows.  before_row(r) runs
@@ -124,6 +155,12 @@ struct strided_host_kernel {
     }
     const std::size_t st = out.strides[R - 1];
     T* const o = out.data;
+    if constexpr (R >= 2 && steppable_row<decltype(row_of(expr, idx))>) {
+      if (rows) {
+        run_rows_stepped(idx, r0, r1, begin, end, before_row);
+        return;
+      }
+    }
     for (std::size_t r = r0; r < r1; ++r) {
       before_row(r);
       T* const row_out = o + out.offset(idx);

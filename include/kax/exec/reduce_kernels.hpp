@@ -200,6 +200,12 @@ struct reduce_host_kernel {
       multi_index<R> idx{};
       const multi_index<K> kept = unravel(o0, g.kept_ext);
       for (std::size_t k = 0; k < K; ++k) idx[g.kept_axes[k]] = kept[k];
+      if constexpr (NR == 1 && K > 0 && steppable_row<decltype(row_of(expr, idx))>) {
+        if (g.inner_is_last && rows && o0 < o1) {
+          row_reductions_stepped<LL>(idx, o0, o1);
+          return;
+        }
+      }
       const std::size_t a = g.red_axes[NR - 1];
       for (std::size_t o = o0; o < o1; ++o) {
         acc_type lanes[LL];
@@ -232,6 +238,26 @@ struct reduce_host_kernel {
         }
       }
     }
+  }
+
+  // inner_rows' row reductions for expressions whose rows step (expr/detail/row.hpp): each
+  // output's row is the last one moved along the last kept axis, built afresh where it wraps.
+  template <std::size_t LL>
+  void row_reductions_stepped(multi_index<R> idx, const std::size_t o0, const std::size_t o1) const {
+    with_row_form(row_of(expr, idx), [&](const auto& convert) {
+      row_stepper rows_of_expr(expr, idx, convert);
+      for (std::size_t o = o0;;) {
+        out[o] = Red::finalize(reduce_row<Red, LL>(rows_of_expr.row(), g.inner, 0), g.n_red);
+        if (++o == o1) return;
+        bool stepped = true;
+        for (std::size_t k = K; k-- > 0;) {  // odometer over the kept axes
+          if (++idx[g.kept_axes[k]] < g.kept_ext[k]) break;
+          idx[g.kept_axes[k]] = 0;
+          stepped = false;
+        }
+        rows_of_expr.next(idx, stepped);
+      }
+    });
   }
 
   void run_outer(std::size_t w) const {

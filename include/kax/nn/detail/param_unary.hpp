@@ -38,6 +38,16 @@ struct ParamUnaryExpr : expression_base {
     [[gnu::always_inline]] value_type operator()(std::size_t j) const {
       return op.apply(static_cast<operand_type>(a(j)));
     }
+    auto delta_to(const row_type& next) const
+      requires kax::detail::steppable_row<Row>
+    {
+      return a.delta_to(next.a);
+    }
+    void advance(const auto& d)
+      requires kax::detail::steppable_row<Row>
+    {
+      a.advance(d);
+    }
     row_type broadcast() const { return {a.broadcast(), op}; }
     row_type at(std::size_t k) const { return {a.at(k), op}; }
     bool unit() const { return a.unit(); }
