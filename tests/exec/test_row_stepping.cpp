@@ -2,8 +2,9 @@
 // row_stepper) instead of rebuilding them through the expression tree.  These tests compare fused
 // expressions whose rows are strided, held (broadcast), sliced, transposed, selected and read
 // through generic rows with naive loops, at shapes where work items start in the middle of the
-// stepping axis and where that axis wraps; and the row types that must not step (a
-// concatenation's segments, a random array's keys) still give the right values.
+// stepping axis and where that axis wraps; and a concatenation, whose rows must not step (its
+// segment changes from row to row), still gives the right values.  Random arrays, whose rows do
+// not step either (a key per row), are checked against their reference in tests/random.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
