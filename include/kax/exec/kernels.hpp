@@ -107,6 +107,16 @@ struct strided_host_kernel {
     void operator()(std::size_t) const {}
   };
 
+  // Moves idx to the next row's index (row-major order of the leading axes) and says whether
+  // only its second-to-last component moved (no wrap).
+  bool next_row_index(multi_index<R>& idx) const {
+    for (std::size_t k = R - 1; k-- > 0;) {
+      if (++idx[k] < out.ext[k]) return k == R - 2;
+      idx[k] = 0;
+    }
+    return false;
+  }
+
   // run_rows for expressions whose rows step (expr/detail/row.hpp): the row's version (dense,
   // contiguous, strided) is chosen once, and each row is the last one moved along the
   // second-to-last axis, built afresh only where that index wraps.
@@ -115,24 +125,14 @@ struct strided_host_kernel {
                         const std::size_t end, const Hook& before_row) const {
     const std::size_t st = out.strides[R - 1];
     const auto out_step = static_cast<std::ptrdiff_t>(out.strides[R - 2]);
-    with_row_form(row_of(expr, idx), [&](const auto& convert) {
-      row_stepper rows_of_expr(expr, idx, convert);
+    with_row_stepper(expr, idx, [&](auto& rows_of_expr) {
       T* row_out = out.data + out.offset(idx);
       for (std::size_t r = r0;;) {
         before_row(r);
         write_row(row_out, st, begin, end, rows_of_expr.row());
         if (++r == r1) return;
-        const bool stepped = ++idx[R - 2] < out.ext[R - 2];
-        if (stepped) {
-          row_out += out_step;
-        } else {
-          idx[R - 2] = 0;
-          for (std::size_t k = R - 2; k-- > 0;) {
-            if (++idx[k] < out.ext[k]) break;
-            idx[k] = 0;
-          }
-          row_out = out.data + out.offset(idx);
-        }
+        const bool stepped = next_row_index(idx);
+        row_out = stepped ? row_out + out_step : out.data + out.offset(idx);
         rows_of_expr.next(idx, stepped);
       }
     });
@@ -165,10 +165,7 @@ struct strided_host_kernel {
       before_row(r);
       T* const row_out = o + out.offset(idx);
       with_row_of(expr, idx, rows, [&](const auto& row) { write_row(row_out, st, begin, end, row); });
-      for (std::size_t k = R - 1; k-- > 0;) {  // the next row's index
-        if (++idx[k] < out.ext[k]) break;
-        idx[k] = 0;
-      }
+      next_row_index(idx);
     }
   }
 };

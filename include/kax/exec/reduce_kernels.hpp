@@ -232,30 +232,30 @@ struct reduce_host_kernel {
           }
           out[o] = Red::finalize(fold_lanes<Red, LL>(lanes), g.n_red);
         }
-        for (std::size_t k = K; k-- > 0;) {  // odometer over the kept axes
-          if (++idx[g.kept_axes[k]] < g.kept_ext[k]) break;
-          idx[g.kept_axes[k]] = 0;
-        }
+        next_kept_index(idx);
       }
     }
+  }
+
+  // Moves idx to the next output's index (an odometer over the kept axes) and says whether only
+  // the last kept axis moved (no wrap).
+  bool next_kept_index(multi_index<R>& idx) const {
+    for (std::size_t k = K; k-- > 0;) {
+      if (++idx[g.kept_axes[k]] < g.kept_ext[k]) return k == K - 1;
+      idx[g.kept_axes[k]] = 0;
+    }
+    return false;
   }
 
   // inner_rows' row reductions for expressions whose rows step (expr/detail/row.hpp): each
   // output's row is the last one moved along the last kept axis, built afresh where it wraps.
   template <std::size_t LL>
   void row_reductions_stepped(multi_index<R> idx, const std::size_t o0, const std::size_t o1) const {
-    with_row_form(row_of(expr, idx), [&](const auto& convert) {
-      row_stepper rows_of_expr(expr, idx, convert);
+    with_row_stepper(expr, idx, [&](auto& rows_of_expr) {
       for (std::size_t o = o0;;) {
         out[o] = Red::finalize(reduce_row<Red, LL>(rows_of_expr.row(), g.inner, 0), g.n_red);
         if (++o == o1) return;
-        bool stepped = true;
-        for (std::size_t k = K; k-- > 0;) {  // odometer over the kept axes
-          if (++idx[g.kept_axes[k]] < g.kept_ext[k]) break;
-          idx[g.kept_axes[k]] = 0;
-          stepped = false;
-        }
-        rows_of_expr.next(idx, stepped);
+        rows_of_expr.next(idx, next_kept_index(idx));
       }
     });
   }

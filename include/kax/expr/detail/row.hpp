@@ -37,6 +37,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "kax/core/extents.hpp"
@@ -296,8 +297,8 @@ auto with_row_form(const Row& row, Body&& body) {
 template <class E, class Convert>
 class row_stepper {
  public:
-  row_stepper(const E& e, const multi_index<E::rank>& idx, const Convert& convert)
-      : e_(e), convert_(convert), row_(convert(row_of(e, idx))) {}
+  template <class Row>
+  row_stepper(const E& e, const Row& first, const Convert& convert) : e_(e), convert_(convert), row_(convert(first)) {}
 
   const auto& row() const { return row_; }
 
@@ -317,11 +318,22 @@ class row_stepper {
  private:
   using row_type = decltype(std::declval<const Convert&>()(row_of(std::declval<const E&>(), multi_index<E::rank>{})));
   const E& e_;
-  const Convert& convert_;
+  Convert convert_;
   row_type row_;
   decltype(row_.delta_to(row_)) delta_{};
   bool have_delta_ = false;
 };
+
+// Runs body(stepper), a row_stepper of `e` starting at `idx`, its rows' version chosen once
+// (with_row_form) from the first row, which is built once.
+template <class E, class Body>
+auto with_row_stepper(const E& e, const multi_index<E::rank>& idx, Body&& body) {
+  const auto first = row_of(e, idx);
+  return with_row_form(first, [&](const auto& convert) {
+    row_stepper<E, std::remove_cvref_t<decltype(convert)>> stepper(e, first, convert);
+    return body(stepper);
+  });
+}
 
 // Runs body(row) with the dense or else the contiguous version of `row` when it has one (see the
 // file comment).
